@@ -1,0 +1,388 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ScoringStrategyType names how feasible nodes are ranked.
+// +kubebuilder:validation:Enum=LeastAllocated;MostAllocated;BalancedAllocation
+type ScoringStrategyType string
+
+const (
+	// LeastAllocated prefers the node with the most free capacity (spreads pods).
+	LeastAllocated ScoringStrategyType = "LeastAllocated"
+	// MostAllocated prefers the node with the least free capacity (packs pods).
+	MostAllocated ScoringStrategyType = "MostAllocated"
+	// BalancedAllocation prefers the node whose resource usage stays most even.
+	BalancedAllocation ScoringStrategyType = "BalancedAllocation"
+)
+
+// PermitTimeoutAction says what happens to a pod whose permit conditions did
+// not all approve before permit.timeout.
+// +kubebuilder:validation:Enum=Reject;Retry
+type PermitTimeoutAction string
+
+const (
+	// PermitTimeoutReject marks the pod unschedulable and releases its reservation.
+	PermitTimeoutReject PermitTimeoutAction = "Reject"
+	// PermitTimeoutRetry releases the reservation and requeues the pod with backoff.
+	PermitTimeoutRetry PermitTimeoutAction = "Retry"
+)
+
+// FailurePolicy says how a permit webhook that cannot be reached is treated.
+// +kubebuilder:validation:Enum=Fail;Ignore
+type FailurePolicy string
+
+const (
+	// FailurePolicyFail keeps the pod waiting until the permit deadline.
+	FailurePolicyFail FailurePolicy = "Fail"
+	// FailurePolicyIgnore approves the pod when the webhook cannot answer.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+)
+
+// BindingPolicySpec describes which pods a policy takes, where it may place
+// them and what must happen before and after they are bound.
+// +kubebuilder:validation:XValidation:rule="!has(self.permit) || !has(self.permit.conditions) || !has(self.postBind) || self.permit.conditions.all(c, !self.postBind.exists(p, p.name == c.name))",message="spec.postBind names must differ from spec.permit.conditions names so that events and metrics are unambiguous"
+type BindingPolicySpec struct {
+	// priority orders policies that match the same pod: the highest wins,
+	// ties are broken by name. Pods that carry the label
+	// scheduling.bindgate.dev/policy skip matching altogether.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=0
+	Priority int32 `json:"priority,omitempty"`
+
+	// namespaceSelector selects the namespaces whose pods this policy takes.
+	// Empty or absent selects every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// podSelector selects, by label, the pods this policy takes.
+	// Empty or absent selects every pod.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
+
+	// nodeSelector restricts the nodes this policy may place pods on.
+	// It is ANDed with the pod's own nodeSelector and node affinity.
+	// Empty or absent allows every node.
+	// +optional
+	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+
+	// scoring chooses how feasible nodes are ranked.
+	// +optional
+	// +kubebuilder:default={strategy: LeastAllocated}
+	Scoring *Scoring `json:"scoring,omitempty"`
+
+	// capacity is the most this policy may hold at once, counting both the
+	// reservations it holds and the pods it has bound that are not yet
+	// terminated. Resources not listed are not capped.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, quantity(string(self[k])).sign() >= 0)",message="spec.capacity quantities must not be negative"
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// permit lists the conditions that must all approve before a reserved pod
+	// is bound, and how long the pod may wait for them.
+	// +optional
+	// +kubebuilder:default={}
+	Permit *Permit `json:"permit,omitempty"`
+
+	// bind configures the bind phase.
+	// +optional
+	Bind *Bind `json:"bind,omitempty"`
+
+	// postBind lists the webhooks that are notified after each bind. Delivery
+	// is at least once; PostBind never delays or undoes a bind.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	PostBind []PostBindWebhook `json:"postBind,omitempty"`
+}
+
+// Scoring chooses how feasible nodes are ranked.
+type Scoring struct {
+	// strategy is one of LeastAllocated (spread, the default), MostAllocated
+	// (pack) or BalancedAllocation (even use of cpu and memory), with the
+	// formulas of kube-scheduler's NodeResourcesFit and
+	// NodeResourcesBalancedAllocation plugins.
+	// +optional
+	// +kubebuilder:default=LeastAllocated
+	Strategy ScoringStrategyType `json:"strategy,omitempty"`
+}
+
+// Permit holds the conditions a reserved pod waits on before it is bound.
+// +kubebuilder:validation:XValidation:rule="!has(self.conditions) || self.conditions.all(c, !has(c.webhook) || duration(c.webhook.timeout) <= duration(self.timeout))",message="spec.permit.conditions[].webhook.timeout must not exceed spec.permit.timeout"
+type Permit struct {
+	// timeout is how long a reserved pod may wait for its conditions, from
+	// 1s to 15m. Default 30s.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('15m')",message="spec.permit.timeout must be between 1s and 15m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// onTimeout is what happens when the timeout passes: Reject (the
+	// default) marks the pod unschedulable and releases its reservation;
+	// Retry releases the reservation and requeues the pod with backoff.
+	// +optional
+	// +kubebuilder:default=Reject
+	OnTimeout PermitTimeoutAction `json:"onTimeout,omitempty"`
+
+	// conditions must all approve before the pod is bound; any one may
+	// reject it. Names are unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.gang)).size() <= 1",message="spec.permit.conditions may hold at most one gang condition"
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.volumes)).size() <= 1",message="spec.permit.conditions may hold at most one volumes condition"
+	Conditions []PermitCondition `json:"conditions,omitempty"`
+}
+
+// PermitCondition is one named condition; exactly one of expression, gang,
+// volumes and webhook is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.expression), has(self.gang), has(self.volumes), has(self.webhook)].filter(x, x).size() == 1",message="exactly one of expression, gang, volumes or webhook must be set"
+type PermitCondition struct {
+	// name identifies the condition in pod conditions, events and metrics.
+	// A DNS label, unique within the policy.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// expression is a CEL expression over `pod`, `node` (the reserved node)
+	// and `policy` that returns a bool: true approves, false waits.
+	// Evaluation errors count as waiting, with the error as the reason.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Expression string `json:"expression,omitempty"`
+
+	// gang reserves the pods of a group all-or-nothing.
+	// +optional
+	Gang *GangCondition `json:"gang,omitempty"`
+
+	// volumes waits for the pod's WaitForFirstConsumer claims to be
+	// provisioned on the reserved node.
+	// +optional
+	Volumes *VolumesCondition `json:"volumes,omitempty"`
+
+	// webhook asks an HTTP service to approve, reject or hold the pod.
+	// +optional
+	Webhook *PermitWebhook `json:"webhook,omitempty"`
+}
+
+// GangCondition reserves the pods that share the label
+// scheduling.bindgate.dev/group all-or-nothing.
+type GangCondition struct {
+	// minMember is how many pods of a group must be reserved together before
+	// any of them is bound. A group may override it with the annotation
+	// scheduling.bindgate.dev/min-member.
+	// +required
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=10000
+	MinMember int32 `json:"minMember"`
+}
+
+// VolumesCondition waits for WaitForFirstConsumer claims. It has no fields.
+type VolumesCondition struct{}
+
+// Webhook is an HTTPS endpoint that bindgate calls.
+type Webhook struct {
+	// url is the https:// address to POST to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="url must be an absolute https:// URL"
+	URL string `json:"url"`
+
+	// timeout bounds each call, from 1s to 30s. Default 10s.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('30s')",message="timeout must be between 1s and 30s"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// caBundle is a PEM bundle used to verify the server's certificate.
+	// Absent: the system roots are used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CABundle []byte `json:"caBundle,omitempty"`
+
+	// signingSecretRef names the key of a Secret, in the operator's own
+	// namespace, whose value signs each request (Standard Webhooks scheme).
+	// +optional
+	SigningSecretRef *SecretKeyRef `json:"signingSecretRef,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the operator's namespace.
+type SecretKeyRef struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// key is the key within the Secret's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// PermitWebhook is a webhook that approves, rejects or holds a pod.
+type PermitWebhook struct {
+	Webhook `json:",inline"`
+
+	// failurePolicy says what a timeout or connection error means: Fail (the
+	// default) keeps the pod waiting until the permit deadline; Ignore
+	// approves it.
+	// +optional
+	// +kubebuilder:default=Fail
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// Bind configures the bind phase.
+type Bind struct {
+	// webhook, when set, is called after PreBind and before the API bind; a
+	// 2xx answer lets the bind proceed, anything else releases the
+	// reservation and retries with backoff.
+	// +optional
+	Webhook *Webhook `json:"webhook,omitempty"`
+}
+
+// PostBindWebhook is a named webhook notified after each bind.
+type PostBindWebhook struct {
+	// name identifies the webhook in annotations, events and metrics.
+	// A DNS label, unique within the policy.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	Webhook `json:",inline"`
+
+	// maxAttempts bounds delivery attempts, from 1 to 20. Default 5.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	MaxAttempts int32 `json:"maxAttempts,omitempty"`
+}
+
+// Reservation is capacity that a policy holds on a node for one pod.
+type Reservation struct {
+	// podNamespace is the namespace of the pod.
+	// +required
+	PodNamespace string `json:"podNamespace"`
+
+	// podName is the name of the pod.
+	// +required
+	PodName string `json:"podName"`
+
+	// podUID is the UID of the pod; a pod recreated under the same name does
+	// not inherit the reservation.
+	// +required
+	PodUID types.UID `json:"podUID"`
+
+	// node is the node the capacity is held on.
+	// +required
+	Node string `json:"node"`
+
+	// resources is what the pod requests, as kube-scheduler computes it.
+	// +optional
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+
+	// reservedAt is when the reservation was taken.
+	// +required
+	ReservedAt metav1.Time `json:"reservedAt"`
+
+	// permitDeadline is when the pod's permit wait ends, if it waits.
+	// +optional
+	PermitDeadline *metav1.Time `json:"permitDeadline,omitempty"`
+}
+
+// BindingPolicyStatus is written only by the operator.
+type BindingPolicyStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions describe the policy's state; Ready is always present once
+	// the operator has seen the policy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// reservations are the capacity holds this policy records durably, one
+	// per pod, until the pod is bound or released.
+	// +optional
+	// +listType=map
+	// +listMapKey=podUID
+	Reservations []Reservation `json:"reservations,omitempty"`
+
+	// reservedPods is the number of entries in reservations.
+	// +optional
+	ReservedPods int32 `json:"reservedPods,omitempty"`
+
+	// reserved is the sum of the resources in reservations.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
+
+	// waitingPods is how many reserved pods are waiting in Permit.
+	// +optional
+	WaitingPods int32 `json:"waitingPods,omitempty"`
+}
+
+// BindingPolicy tells bindgate how to place, hold, permit and bind the gated
+// pods it matches.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=bp
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reserved",type=integer,JSONPath=`.status.reservedPods`
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waitingPods`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BindingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired behaviour of the policy.
+	// +optional
+	Spec BindingPolicySpec `json:"spec,omitempty"`
+
+	// status is the observed state, written by the operator.
+	// +optional
+	Status BindingPolicyStatus `json:"status,omitempty"`
+}
+
+// BindingPolicyList contains a list of BindingPolicy.
+// +kubebuilder:object:root=true
+type BindingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BindingPolicy `json:"items"`
+}

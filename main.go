@@ -1,0 +1,108 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command bindgate runs the bindgate operator: the closing phases of
+// scheduling (Reserve, Permit, PreBind, Bind, PostBind) for gated pods,
+// driven by BindingPolicy objects.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/controllers"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(bindgatev1alpha1.AddToScheme(scheme))
+}
+
+func main() {
+	var (
+		metricsAddr          string
+		probeAddr            string
+		enableLeaderElection bool
+		leaderElectionNS     string
+		opts                 controllers.Options
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080",
+		"The address the Prometheus metrics endpoint binds to. Use 0 to disable it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
+		"The address the /healthz and /readyz endpoints bind to.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", true,
+		"Elect a leader so that only one replica runs the binding cycle at a time.")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader election Lease (default: the operator's namespace).")
+	opts.BindFlags(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine) // --zap-devel, --zap-encoder, --zap-log-level, ...
+	// --kubeconfig is registered by controller-runtime's config package.
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLog := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		setupLog.Error(err, "Unable to load a kubeconfig")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          enableLeaderElection,
+		LeaderElectionID:        "bindgate.scheduling.bindgate.dev",
+		LeaderElectionNamespace: leaderElectionNS,
+		// The binding cycle stops at once when leadership is lost; a new
+		// leader rebuilds its state from the policies' status.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		setupLog.Error(err, "Unable to create the manager")
+		os.Exit(1)
+	}
+	if err := controllers.SetupWithManager(mgr, opts); err != nil {
+		setupLog.Error(err, "Unable to set up the controllers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Unable to set up the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Unable to set up the ready check")
+		os.Exit(1)
+	}
+
+	setupLog.Info("Starting the manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "The manager stopped with an error")
+		os.Exit(1)
+	}
+}
