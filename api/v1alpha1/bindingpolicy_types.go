@@ -96,8 +96,8 @@ type BindingPolicySpec struct {
 	// reservations it holds and the pods it has bound that are not yet
 	// terminated. Resources not listed are not capped.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(k, quantity(string(self[k])).sign() >= 0)",message="spec.capacity quantities must not be negative"
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="spec.capacity quantities must not be negative"
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 
 	// permit lists the conditions that must all approve before a reserved pod

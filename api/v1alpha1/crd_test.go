@@ -240,7 +240,7 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 			want: []string{"spec.permit", "webhook.timeout must not exceed spec.permit.timeout"},
 		},
 		"postBind name clashes with a condition name": {
-			spec: `{permit: {conditions: [{name: audit, expression: "true"}]}, postBind: [{name: audit, url: "https://a.example.com/"}]}`,
+			spec: `permit: {conditions: [{name: audit, expression: "true"}]}, postBind: [{name: audit, url: "https://a.example.com/"}]`,
 			want: []string{"spec", "spec.postBind names must differ from spec.permit.conditions names"},
 		},
 		"signingSecretRef without key": {
@@ -255,7 +255,7 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 	ctx := context.Background()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			u := decode(t, "apiVersion: scheduling.bindgate.dev/v1alpha1\nkind: BindingPolicy\nmetadata: {generateName: invalid-}\nspec: "+tc.spec+"\n")
+			u := decode(t, "apiVersion: scheduling.bindgate.dev/v1alpha1\nkind: BindingPolicy\nmetadata: {generateName: invalid-}\nspec: {"+tc.spec+"}\n")
 			err := env.Client.Create(ctx, u)
 			if err == nil {
 				_ = env.Client.Delete(ctx, u)
