@@ -46,6 +46,12 @@ type Env struct {
 	AssetsDir string
 	// Kubeconfig is a kubeconfig file for the admin user (for kubectl).
 	Kubeconfig string
+	// WebhookHost, WebhookPort and WebhookCertDir are where a webhook server
+	// must listen, and the serving certificate it must use, for the webhook
+	// configurations installed by WithWebhooks (empty without it).
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
 
 	env *envtest.Environment
 }
@@ -76,8 +82,9 @@ func Scheme() *runtimeschema.Scheme {
 	return s
 }
 
-// Start starts etcd and kube-apiserver and installs the CRDs.
-func Start() (*Env, error) {
+// Start starts etcd and kube-apiserver and installs the CRDs; options add
+// more (see WithWebhooks).
+func Start(opts ...Option) (*Env, error) {
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
@@ -89,11 +96,17 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	for _, opt := range opts {
+		opt(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	e := &Env{Config: cfg, Scheme: Scheme(), AssetsDir: assets, env: env}
+	if wh := env.WebhookInstallOptions; len(wh.Paths) > 0 {
+		e.WebhookHost, e.WebhookPort, e.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+	}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating a client: %w", err)

@@ -1,0 +1,45 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"path/filepath"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Option changes the envtest environment before it starts.
+type Option func(*envtest.Environment)
+
+// WithWebhooks installs the webhook configurations found in paths (files or
+// directories, relative to the repository root when not absolute), rewritten
+// by envtest to call a local server with a generated serving certificate:
+// serve them at Env.WebhookHost:Env.WebhookPort with the certificate in
+// Env.WebhookCertDir.
+func WithWebhooks(paths ...string) Option {
+	return func(env *envtest.Environment) {
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(RepoRoot(), p)
+			}
+			env.WebhookInstallOptions.Paths = append(env.WebhookInstallOptions.Paths, p)
+		}
+	}
+}
+
+// DefaultWebhookManifests is the generated webhook configuration.
+var DefaultWebhookManifests = filepath.Join("config", "webhook", "manifests.yaml")

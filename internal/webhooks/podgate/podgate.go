@@ -1,0 +1,113 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package podgate is the mutating admission webhook that hands new pods to
+// bindgate by adding the scheduling gate scheduling.bindgate.dev/gate.
+//
+// The handler reads no other object: which pods reach it is decided by the
+// webhook configuration alone. Two webhook entries share one path:
+//
+//   - gate-namespace: namespaceSelector scheduling.bindgate.dev/enabled=true,
+//     every new pod in an enabled namespace;
+//   - gate-policy: objectSelector scheduling.bindgate.dev/policy Exists, every
+//     new pod pinned to a policy, in any namespace.
+//
+// A pod that matches both is called twice; the handler is idempotent, so it
+// ends with the gate exactly once.
+//
+// failurePolicy is Ignore: while the operator is unreachable, new pods are
+// admitted ungated and go to kube-scheduler instead of stopping pod creation
+// in every enabled namespace. The Helm chart lets admins choose Fail.
+package podgate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+// Path is where the webhook server serves the handler. It must match the
+// path in the +kubebuilder:webhook markers below.
+const Path = "/mutate-v1-pod-gate"
+
+// The webhook configuration (config/webhook/manifests.yaml is generated from
+// these markers by `make manifests`; the Helm chart renders the same entries).
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=mutating-webhook-configuration
+// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-namespace.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchLabels":{"scheduling.bindgate.dev/enabled":"true"}}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-policy.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"scheduling.bindgate.dev/policy","operator":"Exists"}]}}`
+
+// Handler adds bindgate's scheduling gate to the pods that reach it.
+type Handler struct{}
+
+var _ admission.Handler = Handler{}
+
+// Handle adds the gate to a new, unbound pod that does not carry it yet.
+// Every other request is allowed unchanged.
+func (Handler) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create || req.SubResource != "" ||
+		req.Kind.Group != "" || req.Kind.Kind != "Pod" {
+		return admission.Allowed("not a pod creation")
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
+	}
+	patch, ok := GatePatch(pod)
+	if !ok {
+		return admission.Allowed("no gate needed")
+	}
+	return admission.Patched("added the "+bindgatev1alpha1.SchedulingGate+" scheduling gate", patch)
+}
+
+// GatePatch returns the JSON patch operation that adds the gate to pod, and
+// false when the pod needs none: it is already assigned to a node (the API
+// server refuses gates on such pods) or already carries the gate.
+func GatePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
+	if pod.Spec.NodeName != "" {
+		return jsonpatch.JsonPatchOperation{}, false
+	}
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == bindgatev1alpha1.SchedulingGate {
+			return jsonpatch.JsonPatchOperation{}, false
+		}
+	}
+	gate := corev1.PodSchedulingGate{Name: bindgatev1alpha1.SchedulingGate}
+	if len(pod.Spec.SchedulingGates) == 0 {
+		// The field may be absent or null: replace it as a whole.
+		return jsonpatch.NewOperation("add", "/spec/schedulingGates", []corev1.PodSchedulingGate{gate}), true
+	}
+	return jsonpatch.NewOperation("add", "/spec/schedulingGates/-", gate), true
+}
+
+// Setup registers the handler at Path on the manager's webhook server. The
+// first call to mgr.GetWebhookServer adds the server to the manager, so call
+// Setup only once the serving certificate is in place (see
+// internal/webhooks/certs).
+func Setup(mgr ctrl.Manager) error {
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{}})
+	return nil
+}
