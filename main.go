@@ -67,6 +67,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
 
+	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		setupLog.Error(err, "Unable to load a kubeconfig")
@@ -74,6 +75,7 @@ func main() {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          enableLeaderElection,
@@ -87,7 +89,7 @@ func main() {
 		setupLog.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.SetupWithManager(mgr, opts); err != nil {
+	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
 	}
@@ -101,7 +103,7 @@ func main() {
 	}
 
 	setupLog.Info("Starting the manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}

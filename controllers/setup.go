@@ -14,35 +14,102 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+
 // Package controllers holds the thin reconcilers: they fetch objects, call
 // into internal/ for the binding cycle, and write status.
 package controllers
 
 import (
+	"context"
 	"flag"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
 // Options are the operator's tunables, bound to command-line flags.
 type Options struct {
 	// Workers is the number of pods cycled concurrently.
 	Workers int
+	// PercentageOfNodesToScore overrides the adaptive node sample (0: adaptive).
+	PercentageOfNodesToScore int
+	// Clock is injectable for tests; nil means the real clock.
+	Clock clock.Clock
 }
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
+	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
+		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
+}
+
+// CacheOptions keeps only what the cycle needs in the informer cache:
+// managedFields are stripped from every object.
+func CacheOptions() crcache.Options {
+	return crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()}
 }
 
 // SetupWithManager registers every controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := (&BindingPolicyReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("bindgate"),
-	}).SetupWithManager(mgr); err != nil {
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	recorder := mgr.GetEventRecorder("bindgate")
+	if err := (&BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
+
+	c := cache.New(opts.Clock)
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c))
+	if err := mgr.Add(l); err != nil {
+		return fmt.Errorf("adding the ledger: %w", err)
+	}
+	sched := &scheduler.Scheduler{
+		Client:                   mgr.GetClient(),
+		Cache:                    c,
+		Ledger:                   l,
+		Recorder:                 recorder,
+		Clock:                    opts.Clock,
+		Filters:                  scheduler.DefaultFilters(),
+		Binder:                   &bind.Binder{Client: mgr.GetClient()},
+		PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+	}
+	pods := &PodReconciler{
+		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,
+	}
+	if err := pods.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the pod controller: %w", err)
+	}
 	return nil
+}
+
+// revalidate is the ledger's conflict check: after another writer changed a
+// policy's status, count its reservations and refuse pending ones that no
+// longer fit their node.
+func revalidate(c *cache.Cache) ledger.Validator {
+	return func(p *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
+		for i := range p.Status.Reservations {
+			c.AddRecorded(p.Name, &p.Status.Reservations[i])
+		}
+		lost := map[types.UID]error{}
+		for _, a := range adds {
+			if over := c.Overcommitted(a.Node); len(over) > 0 {
+				lost[a.PodUID] = fmt.Errorf("%w on node %s (%v)", ledger.ErrLostRace, a.Node, over)
+			}
+		}
+		return lost
+	}
 }

@@ -1,0 +1,290 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+// Package ledger records reservations durably in each BindingPolicy's
+// status.reservations. Changes from many workers are group-committed: one
+// status write per policy carries every change queued while the previous
+// write was in flight, guarded by the object's resourceVersion (optimistic
+// concurrency). Record returns once its reservation is durable; Release is
+// asynchronous.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/framework"
+)
+
+// ErrPolicyGone means the policy was deleted: its reservations are void.
+var ErrPolicyGone = errors.New("the BindingPolicy no longer exists")
+
+// ErrLostRace means a reservation recorded by someone else meanwhile (another
+// replica) leaves no room for this one.
+var ErrLostRace = errors.New("another reservation took the capacity first")
+
+// Validator re-checks pending additions after the ledger saw a newer status
+// (written by another replica). It returns the UIDs that no longer fit.
+type Validator func(policy *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error
+
+type op struct {
+	add    *bindgatev1alpha1.Reservation
+	remove types.UID
+	done   chan error // nil for fire-and-forget
+}
+
+type policyQueue struct {
+	ops      []op
+	flushing bool
+	last     *bindgatev1alpha1.BindingPolicy // last status written or read
+}
+
+// Ledger is safe for concurrent use.
+type Ledger struct {
+	client   client.Client
+	reader   client.Reader // uncached reads after a conflict
+	validate Validator
+
+	mu     sync.Mutex
+	queues map[string]*policyQueue
+	// writes counts status writes, for tests and metrics.
+	writes int64
+	ctx    context.Context
+}
+
+// New makes a ledger that writes with c and re-reads with reader (an
+// uncached reader such as mgr.GetAPIReader()).
+func New(c client.Client, reader client.Reader, validate Validator) *Ledger {
+	return &Ledger{client: c, reader: reader, validate: validate, queues: map[string]*policyQueue{}, ctx: context.Background()}
+}
+
+// Start implements manager.Runnable: it sets the context flushes run under.
+func (l *Ledger) Start(ctx context.Context) error {
+	l.mu.Lock()
+	l.ctx = ctx
+	l.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// Writes returns how many status writes the ledger made.
+func (l *Ledger) Writes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writes
+}
+
+// Record makes r durable in the policy's status and returns once it is (or
+// with the reason it cannot be).
+func (l *Ledger) Record(ctx context.Context, policy string, r *bindgatev1alpha1.Reservation) error {
+	done := make(chan error, 1)
+	l.enqueue(policy, op{add: r, done: done})
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Release removes a pod's reservation from the policy's status in a later
+// group commit. It is idempotent.
+func (l *Ledger) Release(policy string, uid types.UID) {
+	l.enqueue(policy, op{remove: uid})
+}
+
+// ReleaseAndWait removes a reservation and waits until the removal is durable.
+func (l *Ledger) ReleaseAndWait(ctx context.Context, policy string, uid types.UID) error {
+	done := make(chan error, 1)
+	l.enqueue(policy, op{remove: uid, done: done})
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *Ledger) enqueue(policy string, o op) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queues[policy]
+	if q == nil {
+		q = &policyQueue{}
+		l.queues[policy] = q
+	}
+	q.ops = append(q.ops, o)
+	if !q.flushing {
+		q.flushing = true
+		go l.flushLoop(policy, q)
+	}
+}
+
+// flushLoop writes batches for one policy until its queue is empty.
+func (l *Ledger) flushLoop(policy string, q *policyQueue) {
+	for {
+		l.mu.Lock()
+		ops := q.ops
+		q.ops = nil
+		if len(ops) == 0 {
+			q.flushing = false
+			l.mu.Unlock()
+			return
+		}
+		ctx := l.ctx
+		last := q.last
+		l.mu.Unlock()
+
+		written, results := l.commit(ctx, policy, last, ops)
+
+		l.mu.Lock()
+		q.last = written
+		l.mu.Unlock()
+		for i, o := range ops {
+			if o.done != nil {
+				o.done <- results[i]
+			}
+		}
+	}
+}
+
+// commit applies ops to the policy's status and writes it, re-reading and
+// re-applying on conflict. It returns the object written and one result per op.
+func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alpha1.BindingPolicy, ops []op) (*bindgatev1alpha1.BindingPolicy, []error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy)
+	results := make([]error, len(ops))
+	cur := last
+	for attempt := 0; ; attempt++ {
+		if cur == nil {
+			cur = &bindgatev1alpha1.BindingPolicy{}
+			if err := l.reader.Get(ctx, types.NamespacedName{Name: policy}, cur); err != nil {
+				if apierrors.IsNotFound(err) {
+					err = ErrPolicyGone
+				}
+				for i := range results {
+					if results[i] == nil {
+						results[i] = fmt.Errorf("reading BindingPolicy %s: %w", policy, err)
+					}
+				}
+				return nil, results
+			}
+			if attempt > 0 && l.validate != nil {
+				var adds []*bindgatev1alpha1.Reservation
+				for i, o := range ops {
+					if o.add != nil && results[i] == nil {
+						adds = append(adds, o.add)
+					}
+				}
+				lost := l.validate(cur, adds)
+				for i, o := range ops {
+					if o.add != nil && results[i] == nil {
+						if err, bad := lost[o.add.PodUID]; bad {
+							results[i] = err
+						}
+					}
+				}
+			}
+		}
+		next := cur.DeepCopy()
+		Apply(&next.Status, ops, results)
+		err := l.client.Status().Update(ctx, next)
+		if err == nil {
+			l.mu.Lock()
+			l.writes++
+			l.mu.Unlock()
+			log.V(5).Info("Committed reservations", "changes", len(ops), "reserved", next.Status.ReservedPods)
+			return next, results
+		}
+		if apierrors.IsConflict(err) && ctx.Err() == nil {
+			cur = nil
+			continue
+		}
+		if apierrors.IsNotFound(err) {
+			err = ErrPolicyGone
+		}
+		for i := range results {
+			if results[i] == nil {
+				results[i] = fmt.Errorf("writing the status of BindingPolicy %s: %w", policy, err)
+			}
+		}
+		return nil, results
+	}
+}
+
+// Apply applies ops whose result is still nil to status and recomputes the
+// status totals. It is exported for tests.
+func Apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) {
+	byUID := make(map[types.UID]bindgatev1alpha1.Reservation, len(status.Reservations)+len(ops))
+	for _, r := range status.Reservations {
+		byUID[r.PodUID] = r
+	}
+	for i, o := range ops {
+		if results != nil && results[i] != nil {
+			continue
+		}
+		if o.add != nil {
+			byUID[o.add.PodUID] = *o.add
+		} else {
+			delete(byUID, o.remove)
+		}
+	}
+	status.Reservations = status.Reservations[:0]
+	for _, r := range byUID {
+		status.Reservations = append(status.Reservations, r)
+	}
+	if len(status.Reservations) == 0 {
+		status.Reservations = nil
+	}
+	sort.Slice(status.Reservations, func(i, j int) bool {
+		a, b := status.Reservations[i], status.Reservations[j]
+		if a.PodNamespace != b.PodNamespace {
+			return a.PodNamespace < b.PodNamespace
+		}
+		return a.PodName < b.PodName
+	})
+	Totals(status)
+}
+
+// Totals recomputes reservedPods, reserved and waitingPods from reservations.
+func Totals(status *bindgatev1alpha1.BindingPolicyStatus) {
+	sum := &framework.Resource{}
+	var waiting int32
+	for i := range status.Reservations {
+		sum.Add(status.Reservations[i].Resources)
+		if status.Reservations[i].PermitDeadline != nil {
+			waiting++
+		}
+	}
+	status.ReservedPods = int32(len(status.Reservations))
+	status.WaitingPods = waiting
+	status.Reserved = nil
+	if len(status.Reservations) > 0 {
+		status.Reserved = sum.ResourceList()
+		if len(status.Reserved) == 0 {
+			status.Reserved = nil
+		}
+	}
+}

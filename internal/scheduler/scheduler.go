@@ -1,0 +1,410 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+// Package scheduler runs one pod's binding cycle: Filter and Score (or the
+// reservation it already holds), Reserve, Permit, PreBind, Bind and
+// PostBind. Every step is resumable: the cycle is level-triggered from the
+// pod, the cache and the ledger, so a restart continues where it stopped.
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/filter"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/noderesources"
+)
+
+// Event reasons, as kube-scheduler uses them.
+const (
+	EventScheduled        = "Scheduled"
+	EventFailedScheduling = "FailedScheduling"
+	EventNoPolicy         = "NoPolicy"
+)
+
+// Scheduler runs binding cycles. Its fields are set once at start.
+type Scheduler struct {
+	Client   client.Client
+	Cache    *cache.Cache
+	Ledger   *ledger.Ledger
+	Recorder events.EventRecorder
+	Clock    clock.Clock
+	// Filters run in order; the first that fails rules the node out.
+	Filters []framework.FilterPlugin
+	// PermitPlugins returns the permit plugins of a policy (none: approve).
+	PermitPlugins func(*bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin
+	Binder        framework.BindPlugin
+	PostBind      []framework.PostBindPlugin
+	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
+	PercentageOfNodesToScore int32
+}
+
+// DefaultFilters are the Filter plugins in kube-scheduler's order.
+func DefaultFilters() []framework.FilterPlugin {
+	return []framework.FilterPlugin{
+		filter.NodeUnschedulable{},
+		filter.PolicyNodeSelector{},
+		filter.NodeAffinity{},
+		filter.TaintToleration{},
+		noderesources.Fit{},
+	}
+}
+
+// Outcome tells the controller what happened and when to look again.
+type Outcome struct {
+	// Result is one of the metrics.Result* values.
+	Result string
+	// RequeueAfter > 0 asks for another cycle then.
+	RequeueAfter time.Duration
+	// Unschedulable marks a pod that waits for the cluster to change.
+	Unschedulable bool
+	// Node is the node the pod was bound to.
+	Node string
+}
+
+// FitError summarises why no node took the pod, as kube-scheduler does.
+type FitError struct {
+	NumAllNodes int
+	// Reasons counts nodes per reason.
+	Reasons map[string]int
+}
+
+// Error returns "0/12 nodes are available: 4 Insufficient cpu, 8 node(s)
+// didn't match policy nodeSelector."
+func (e *FitError) Error() string {
+	parts := make([]string, 0, len(e.Reasons))
+	for r, n := range e.Reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	msg := fmt.Sprintf("0/%d nodes are available", e.NumAllNodes)
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, ", ")
+	}
+	return msg + "."
+}
+
+// Schedule runs or resumes pod's cycle under policy.
+func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (Outcome, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	state := &framework.CycleState{Policy: policy, PodRequests: framework.PodRequests(pod)}
+
+	res, held := s.Cache.Reserved(pod.UID)
+	if held && res.Policy != policy.Name {
+		// Reserved under another policy (the pod's labels or the policies
+		// changed): the reservation stays with its policy.
+		policy = s.policyByName(ctx, res.Policy, policy)
+		state.Policy = policy
+	}
+	if !held {
+		out, err := s.reserve(ctx, state, pod)
+		if err != nil || out.Result != "" {
+			return out, err
+		}
+		res, _ = s.Cache.Reserved(pod.UID)
+	}
+	node, ok := s.Cache.Node(res.Node)
+	if !ok {
+		s.unreserve(ctx, state, pod, res.Node)
+		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+	}
+
+	// Permit.
+	start := s.Clock.Now()
+	if out, done := s.permit(ctx, state, pod, node); done {
+		return out, nil
+	}
+	metrics.ExtensionPointDuration.WithLabelValues("Permit").Observe(s.Clock.Since(start).Seconds())
+
+	// PreBind: the node must still exist, be schedulable, be tolerated and fit.
+	start = s.Clock.Now()
+	if st := s.preBind(ctx, state, pod, node); st != nil {
+		log.V(2).Info("Node no longer fits the pod, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
+		s.unreserve(ctx, state, pod, node.Name)
+		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+	}
+	metrics.ExtensionPointDuration.WithLabelValues("PreBind").Observe(s.Clock.Since(start).Seconds())
+
+	// Bind only when no other controller's gate remains: the API server
+	// refuses to bind a gated pod. The pod's update requeues it.
+	if others := bind.OtherGates(pod); len(others) > 0 {
+		log.V(4).Info("Waiting for other scheduling gates", "pod", klog.KObj(pod), "gates", others)
+		return Outcome{Result: metrics.ResultWaiting}, nil
+	}
+	return s.bind(ctx, state, pod, node)
+}
+
+func (s *Scheduler) policyByName(ctx context.Context, name string, fallback *bindgatev1alpha1.BindingPolicy) *bindgatev1alpha1.BindingPolicy {
+	p := &bindgatev1alpha1.BindingPolicy{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+		return fallback
+	}
+	return p
+}
+
+// reserve filters and scores nodes, then takes a reservation in the cache
+// and records it durably. A non-empty Outcome.Result ends the cycle.
+func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (Outcome, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if reasons := s.Cache.ExceedsBudget(state.Policy, state.PodRequests); len(reasons) > 0 {
+		fe := &FitError{NumAllNodes: s.Cache.NodeCount(), Reasons: map[string]int{}}
+		for _, r := range reasons {
+			fe.Reasons[r] = fe.NumAllNodes
+		}
+		return s.unschedulable(ctx, state, pod, fe)
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		start := s.Clock.Now()
+		nodeName, fe := s.selectNode(ctx, state, pod)
+		metrics.ExtensionPointDuration.WithLabelValues("Filter").Observe(s.Clock.Since(start).Seconds())
+		if nodeName == "" {
+			return s.unschedulable(ctx, state, pod, fe)
+		}
+		start = s.Clock.Now()
+		err := s.Cache.Reserve(pod, state.PodRequests, nodeName, state.Policy)
+		var unfit *cache.UnfitError
+		if errors.As(err, &unfit) {
+			// Another worker took the room between Score and Reserve.
+			log.V(4).Info("Node filled up before Reserve, choosing again", "pod", klog.KObj(pod), "node", nodeName, "reason", unfit.Error())
+			continue
+		}
+		if err != nil {
+			return Outcome{Result: metrics.ResultError}, fmt.Errorf("reserving node %s: %w", nodeName, err)
+		}
+		now := metav1.NewTime(s.Clock.Now())
+		r := &bindgatev1alpha1.Reservation{
+			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
+			Node: nodeName, Resources: state.PodRequests.ResourceList(), ReservedAt: now,
+		}
+		if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
+			s.Cache.Unreserve(pod.UID, false)
+			if errors.Is(err, ledger.ErrLostRace) {
+				return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+			}
+			return Outcome{Result: metrics.ResultError}, fmt.Errorf("recording the reservation: %w", err)
+		}
+		metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
+		log.V(4).Info("Reserved", "pod", klog.KObj(pod), "node", nodeName)
+		return Outcome{}, nil
+	}
+	return Outcome{Result: metrics.ResultError, RequeueAfter: 10 * time.Millisecond}, nil
+}
+
+// selectNode runs the Filter plugins over a sample of nodes and returns the
+// best-scoring feasible node, or the summary of why none is.
+func (s *Scheduler) selectNode(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (string, *FitError) {
+	numAll := s.Cache.NodeCount()
+	want := cache.NumFeasibleNodesToFind(numAll, s.PercentageOfNodesToScore)
+	scorer := noderesources.Scorer{Strategy: bindgatev1alpha1.LeastAllocated}
+	if state.Policy.Spec.Scoring != nil && state.Policy.Spec.Scoring.Strategy != "" {
+		scorer.Strategy = state.Policy.Spec.Scoring.Strategy
+	}
+	fe := &FitError{NumAllNodes: numAll, Reasons: map[string]int{}}
+	var (
+		best      string
+		bestScore int64 = -1
+		found     int
+	)
+	s.Cache.VisitNodes(func(ni *framework.NodeInfo) bool {
+		for _, f := range s.Filters {
+			if st := f.Filter(ctx, state, pod, ni); st != nil {
+				for _, r := range st.Reasons() {
+					fe.Reasons[r]++
+				}
+				return true
+			}
+		}
+		found++
+		score, st := scorer.Score(ctx, state, pod, ni)
+		if st == nil && (score > bestScore || (score == bestScore && ni.Node.Name < best)) {
+			best, bestScore = ni.Node.Name, score
+		}
+		return found < want
+	})
+	if best == "" {
+		return "", fe
+	}
+	return best, nil
+}
+
+// unschedulable reports a pod that fits nowhere: event, PodScheduled=False.
+func (s *Scheduler) unschedulable(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fe *FitError) (Outcome, error) {
+	msg := fe.Error()
+	ctrl.LoggerFrom(ctx).V(2).Info("Unable to schedule pod", "pod", klog.KObj(pod), "reason", msg)
+	if err := s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
+		return Outcome{Result: metrics.ResultError}, err
+	}
+	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, nil
+}
+
+// setPodScheduledFalse writes PodScheduled=False with reason and message and
+// emits FailedScheduling, unless the pod already says exactly that.
+func (s *Scheduler) setPodScheduledFalse(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == msg {
+			return nil
+		}
+	}
+	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventFailedScheduling, "Scheduling", msg)
+	return s.SetPodCondition(ctx, pod, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg,
+	})
+}
+
+// SetPodCondition writes one pod condition (merged by type).
+func (s *Scheduler) SetPodCondition(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) error {
+	cond.LastTransitionTime = metav1.NewTime(s.Clock.Now())
+	patch := map[string]any{
+		"status": map[string]any{"conditions": []corev1.PodCondition{cond}},
+	}
+	raw, err := jsonMarshal(patch)
+	if err != nil {
+		return err
+	}
+	err = s.Client.Status().Patch(ctx, pod, client.RawPatch("application/strategic-merge-patch+json", raw))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting pod condition %s: %w", cond.Type, err)
+	}
+	return nil
+}
+
+// permit runs the policy's permit plugins. done=true ends the cycle here.
+func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
+	if s.PermitPlugins == nil {
+		return Outcome{}, false
+	}
+	plugins := s.PermitPlugins(state.Policy)
+	if len(plugins) == 0 {
+		return Outcome{}, false
+	}
+	var (
+		waitFor time.Duration
+		pending []string
+	)
+	for _, p := range plugins {
+		st, after := p.Permit(ctx, state, pod, node)
+		switch {
+		case st.IsSuccess():
+		case st.IsWait():
+			pending = append(pending, fmt.Sprintf("%s: %s", p.Name(), st.Message()))
+			if waitFor == 0 || (after > 0 && after < waitFor) {
+				waitFor = after
+			}
+		default:
+			s.unreserve(ctx, state, pod, node.Name)
+			_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, fmt.Sprintf("rejected by permit condition %s: %s", p.Name(), st.Message()))
+			return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, true
+		}
+	}
+	if len(pending) == 0 {
+		return Outcome{}, false
+	}
+	if waitFor <= 0 {
+		waitFor = time.Second
+	}
+	ctrl.LoggerFrom(ctx).V(4).Info("Waiting in Permit", "pod", klog.KObj(pod), "pending", pending)
+	return Outcome{Result: metrics.ResultWaiting, RequeueAfter: waitFor}, true
+}
+
+func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) *framework.Status {
+	ni := framework.NewNodeInfo(node)
+	for _, f := range s.Filters {
+		if _, isFit := f.(noderesources.Fit); isFit {
+			continue // fit is checked on the live totals below
+		}
+		if st := f.Filter(ctx, state, pod, ni); st != nil {
+			return st
+		}
+	}
+	if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
+		return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
+	}
+	return nil
+}
+
+// bind removes the gate, pins and binds the pod, then releases the
+// reservation and runs PostBind.
+func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
+	log := ctrl.LoggerFrom(ctx)
+	start := s.Clock.Now()
+	if err := bind.Ungate(ctx, s.Client, pod, node); err != nil {
+		if apierrors.IsConflict(err) {
+			// The pod changed (another replica, or the user): look again.
+			return Outcome{Result: metrics.ResultError, RequeueAfter: 20 * time.Millisecond}, nil
+		}
+		if apierrors.IsNotFound(err) {
+			s.unreserve(ctx, state, pod, node.Name)
+			return Outcome{Result: metrics.ResultError}, nil
+		}
+		return Outcome{Result: metrics.ResultError}, err
+	}
+	if st := s.Binder.Bind(ctx, state, pod, node.Name); st != nil {
+		s.unreserve(ctx, state, pod, node.Name)
+		if st.Code() == framework.UnschedulableAndUnresolvable {
+			log.V(2).Info("Pod was bound elsewhere", "pod", klog.KObj(pod), "reason", st.Message())
+			return Outcome{Result: metrics.ResultError}, nil
+		}
+		return Outcome{Result: metrics.ResultError}, st.AsError()
+	}
+	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
+	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
+	s.Cache.Unreserve(pod.UID, true)
+	s.Ledger.Release(state.Policy.Name, pod.UID)
+	s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventScheduled, "Binding",
+		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node.Name)
+	log.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", node.Name)
+	for _, p := range s.PostBind {
+		p.PostBind(ctx, state, pod, node.Name)
+	}
+	return Outcome{Result: metrics.ResultScheduled, Node: node.Name}, nil
+}
+
+// unreserve releases the pod's reservation in memory and in the ledger.
+func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) {
+	ctrl.LoggerFrom(ctx).V(4).Info("Unreserve", "pod", klog.KObj(pod), "node", node)
+	s.Cache.Unreserve(pod.UID, false)
+	s.Ledger.Release(state.Policy.Name, pod.UID)
+}
+
+func jsonMarshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a patch: %w", err)
+	}
+	return b, nil
+}
