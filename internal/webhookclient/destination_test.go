@@ -1,0 +1,130 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhookclient
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidateURL(t *testing.T) {
+	cases := map[string]struct {
+		url            string
+		allowLinkLocal bool
+		wantErr        string // "" means valid
+		wantForbidden  bool
+	}{
+		"https host name":          {url: "https://hooks.example.com/permit"},
+		"https with port and path": {url: "https://hooks.example.com:8443/a/b?x=1"},
+		"https loopback literal":   {url: "https://127.0.0.1:9443/"},
+		"https private address":    {url: "https://10.0.0.7/"},
+		"address next to link-local": {
+			url: "https://169.253.255.255/",
+		},
+		"upper-case scheme": {url: "HTTPS://hooks.example.com/"},
+		"http refused": {
+			url: "http://hooks.example.com/", wantErr: `must use https, got scheme "http"`, wantForbidden: true,
+		},
+		"no scheme refused": {
+			url: "hooks.example.com/permit", wantErr: `must use https, got scheme ""`, wantForbidden: true,
+		},
+		"missing host": {url: "https:///path", wantErr: "missing host"},
+		"unparsable":   {url: "https://[::1", wantErr: "invalid webhook url"},
+		"IPv4 metadata refused": {
+			url: "https://169.254.169.254/latest/meta-data", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address 169.254.169.254",
+		},
+		"IPv4 link-local refused": {
+			url: "https://169.254.1.2:443/", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address 169.254.1.2",
+		},
+		"IPv6 link-local refused": {
+			url: "https://[fe80::1]/", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address fe80::1",
+		},
+		"IPv6 link-local with zone refused": {
+			url: "https://[fe80::1%25eth0]/", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address fe80::1%eth0",
+		},
+		"AWS IPv6 metadata refused": {
+			url: "https://[fd00:ec2::254]/", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address fd00:ec2::254",
+		},
+		"IPv4-mapped metadata refused": {
+			url: "https://[::ffff:169.254.169.254]/", wantForbidden: true,
+			wantErr: "refusing to call link-local/metadata address 169.254.169.254",
+		},
+		"metadata allowed when link-local is allowed": {
+			url: "https://169.254.169.254/", allowLinkLocal: true,
+		},
+		"http refused even when link-local is allowed": {
+			url: "http://169.254.169.254/", allowLinkLocal: true, wantErr: "must use https", wantForbidden: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := ValidateURL(tc.url, tc.allowLinkLocal)
+			checkErr(t, err, tc.wantErr, tc.wantForbidden)
+		})
+	}
+}
+
+func TestDialControl(t *testing.T) {
+	cases := map[string]struct {
+		address        string
+		allowLinkLocal bool
+		wantErr        string
+		wantForbidden  bool
+	}{
+		"loopback":           {address: "127.0.0.1:443"},
+		"IPv6 loopback":      {address: "[::1]:443"},
+		"public":             {address: "203.0.113.10:8443"},
+		"metadata":           {address: "169.254.169.254:80", wantErr: "address 169.254.169.254", wantForbidden: true},
+		"IPv6 link-local":    {address: "[fe80::abcd%eth0]:443", wantErr: "address fe80::abcd", wantForbidden: true},
+		"AWS IPv6 metadata":  {address: "[fd00:ec2::254]:80", wantErr: "address fd00:ec2::254", wantForbidden: true},
+		"IPv4-mapped":        {address: "[::ffff:169.254.169.254]:80", wantErr: "address 169.254.169.254", wantForbidden: true},
+		"allowed link-local": {address: "169.254.169.254:80", allowLinkLocal: true},
+		"not an IP":          {address: "metadata.internal:80", wantErr: "is not an IP", wantForbidden: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := dialControl(tc.allowLinkLocal)("tcp", tc.address, nil)
+			checkErr(t, err, tc.wantErr, tc.wantForbidden)
+		})
+	}
+}
+
+// checkErr compares err with an expected substring and sentinel.
+func checkErr(t *testing.T, err error, wantErr string, wantForbidden bool) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("no error, want %q", wantErr)
+	}
+	if !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("error = %q, want it to contain %q", err, wantErr)
+	}
+	if got := errors.Is(err, ErrForbiddenDestination); got != wantForbidden {
+		t.Errorf("errors.Is(err, ErrForbiddenDestination) = %v, want %v", got, wantForbidden)
+	}
+}
