@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package ledger records reservations durably in each BindingPolicy's
 // status.reservations. Changes from many workers are group-committed: one
 // status write per policy carries every change queued while the previous
@@ -209,7 +208,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 			}
 		}
 		next := cur.DeepCopy()
-		Apply(&next.Status, ops, results)
+		apply(&next.Status, ops, results)
 		err := l.client.Status().Update(ctx, next)
 		if err == nil {
 			l.mu.Lock()
@@ -234,9 +233,9 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 	}
 }
 
-// Apply applies ops whose result is still nil to status and recomputes the
-// status totals. It is exported for tests.
-func Apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) {
+// apply applies ops whose result is still nil to status and recomputes the
+// status totals.
+func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) {
 	byUID := make(map[types.UID]bindgatev1alpha1.Reservation, len(status.Reservations)+len(ops))
 	for _, r := range status.Reservations {
 		byUID[r.PodUID] = r

@@ -1,0 +1,115 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// TestGroupCommit records 200 reservations from 200 goroutines against the
+// real API server: all are durable when Record returns, in far fewer status
+// writes than reservations, and releases empty the status again.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "group-commit"}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	l := New(env.Client, env.Client, nil)
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- l.Record(ctx, p.Name, res(fmt.Sprintf("p%03d", i), "n1", "100m", i%2 == 0))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &bindgatev1alpha1.BindingPolicy{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Reservations) != n || got.Status.ReservedPods != n || got.Status.WaitingPods != n/2 {
+		t.Fatalf("status holds %d reservations (reservedPods %d, waitingPods %d), want %d (%d waiting)",
+			len(got.Status.Reservations), got.Status.ReservedPods, got.Status.WaitingPods, n, n/2)
+	}
+	if cpu := got.Status.Reserved.Cpu().String(); cpu != "20" {
+		t.Errorf("reserved cpu = %s, want 20", cpu)
+	}
+	writes := l.Writes()
+	t.Logf("%d reservations in %d status writes", n, writes)
+	if writes >= n/2 {
+		t.Errorf("%d status writes for %d reservations: changes were not group-committed", writes, n)
+	}
+
+	for i := range n {
+		l.Release(p.Name, types.UID(fmt.Sprintf("uid-p%03d", i)))
+	}
+	if err := l.ReleaseAndWait(ctx, p.Name, "uid-none"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Reservations) != 0 || got.Status.ReservedPods != 0 || got.Status.Reserved != nil {
+		t.Fatalf("after release: %d reservations, reservedPods %d, reserved %v", len(got.Status.Reservations), got.Status.ReservedPods, got.Status.Reserved)
+	}
+}
+
+func TestRecordOnMissingPolicy(t *testing.T) {
+	l := New(env.Client, env.Client, nil)
+	err := l.Record(context.Background(), "does-not-exist", res("x", "n1", "1", false))
+	if err == nil || !errorsIs(err, ErrPolicyGone) {
+		t.Fatalf("err = %v, want ErrPolicyGone", err)
+	}
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

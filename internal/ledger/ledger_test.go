@@ -1,0 +1,113 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package ledger
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+func res(name, node, cpu string, waiting bool) *bindgatev1alpha1.Reservation {
+	r := &bindgatev1alpha1.Reservation{
+		PodNamespace: "ns", PodName: name, PodUID: types.UID("uid-" + name), Node: node,
+		Resources:  corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+		ReservedAt: metav1.Now(),
+	}
+	if waiting {
+		t := metav1.Now()
+		r.PermitDeadline = &t
+	}
+	return r
+}
+
+type summary struct {
+	Pods     []string
+	Reserved int32
+	Waiting  int32
+	CPU      string
+}
+
+func summarize(s *bindgatev1alpha1.BindingPolicyStatus) summary {
+	out := summary{Reserved: s.ReservedPods, Waiting: s.WaitingPods}
+	for _, r := range s.Reservations {
+		out.Pods = append(out.Pods, r.PodName+"@"+r.Node)
+	}
+	if q, ok := s.Reserved[corev1.ResourceCPU]; ok {
+		out.CPU = q.String()
+	}
+	return out
+}
+
+// TestApply checks one group commit: many adds and removes in one write.
+func TestApply(t *testing.T) {
+	cases := map[string]struct {
+		start   []*bindgatev1alpha1.Reservation
+		ops     []op
+		results []error
+		want    summary
+	}{
+		"adds in one batch": {
+			ops:  []op{{add: res("b", "n1", "500m", false)}, {add: res("a", "n2", "1", true)}},
+			want: summary{Pods: []string{"a@n2", "b@n1"}, Reserved: 2, Waiting: 1, CPU: "1500m"},
+		},
+		"remove then re-add the same pod in one batch keeps one entry": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
+			ops:   []op{{remove: "uid-a"}, {add: res("a", "n2", "1", false)}},
+			want:  summary{Pods: []string{"a@n2"}, Reserved: 1, CPU: "1"},
+		},
+		"add replaces the entry of the same pod (permit deadline set)": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
+			ops:   []op{{add: res("a", "n1", "1", true)}},
+			want:  summary{Pods: []string{"a@n1"}, Reserved: 1, Waiting: 1, CPU: "1"},
+		},
+		"removing an unknown pod is a no-op": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
+			ops:   []op{{remove: "uid-zzz"}},
+			want:  summary{Pods: []string{"a@n1"}, Reserved: 1, CPU: "1"},
+		},
+		"removing the last entry clears the totals": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
+			ops:   []op{{remove: "uid-a"}},
+			want:  summary{},
+		},
+		"ops that failed validation are skipped": {
+			ops:     []op{{add: res("a", "n1", "1", false)}, {add: res("b", "n1", "1", false)}},
+			results: []error{ErrLostRace, nil},
+			want:    summary{Pods: []string{"b@n1"}, Reserved: 1, CPU: "1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := &bindgatev1alpha1.BindingPolicyStatus{}
+			for _, r := range tc.start {
+				st.Reservations = append(st.Reservations, *r)
+			}
+			apply(st, tc.ops, tc.results)
+			if diff := cmp.Diff(tc.want, summarize(st)); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
