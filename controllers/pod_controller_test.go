@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package controllers_test
 
 import (
@@ -115,8 +114,8 @@ func TestFilterTable(t *testing.T) {
 		wantMsg  string // FailedScheduling message when no node fits
 	}{
 		"fit: the only node with room": {
-			nodes: []nodeSpec{{"small", func(b *nodeBuilder) { b.alloc(corev1.ResourceCPU, "1") }}, {"big", nil}},
-			pod:   func(b *podBuilder) { b.req(corev1.ResourceCPU, "2") },
+			nodes:    []nodeSpec{{"small", func(b *nodeBuilder) { b.alloc(corev1.ResourceCPU, "1") }}, {"big", nil}},
+			pod:      func(b *podBuilder) { b.req(corev1.ResourceCPU, "2") },
 			wantNode: "big",
 		},
 		"fit: nowhere": {
@@ -125,8 +124,8 @@ func TestFilterTable(t *testing.T) {
 			wantMsg: "0/2 nodes are available: 2 Insufficient cpu.",
 		},
 		"fit: memory and cpu summary": {
-			nodes: []nodeSpec{{"a", func(b *nodeBuilder) { b.alloc(corev1.ResourceMemory, "1Gi") }}, {"b", func(b *nodeBuilder) { b.alloc(corev1.ResourceCPU, "1") }}},
-			pod:   func(b *podBuilder) { b.req(corev1.ResourceCPU, "2").req(corev1.ResourceMemory, "2Gi") },
+			nodes:   []nodeSpec{{"a", func(b *nodeBuilder) { b.alloc(corev1.ResourceMemory, "1Gi") }}, {"b", func(b *nodeBuilder) { b.alloc(corev1.ResourceCPU, "1") }}},
+			pod:     func(b *podBuilder) { b.req(corev1.ResourceCPU, "2").req(corev1.ResourceMemory, "2Gi") },
 			wantMsg: "0/2 nodes are available: 1 Insufficient cpu, 1 Insufficient memory.",
 		},
 		"taint: untolerated taint excludes the node": {
@@ -174,14 +173,18 @@ func TestFilterTable(t *testing.T) {
 		"existing pods count: the full node is skipped": {
 			nodes: []nodeSpec{{"full", nil}, {"empty", func(b *nodeBuilder) { b.alloc(corev1.ResourceCPU, "2") }}},
 			existing: []func(ns, policy string) *podBuilder{
-				func(ns, p string) *podBuilder { return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "3500m").nodeSelector("slot", "full") },
+				func(ns, p string) *podBuilder {
+					return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "3500m").nodeSelector("slot", "full")
+				},
 			},
 			pod:      func(b *podBuilder) { b.req(corev1.ResourceCPU, "1") },
 			wantNode: "empty",
 		},
 		"capacity budget: exhausted": {
-			nodes:  []nodeSpec{{"a", nil}},
-			policy: func(p *bindgatev1alpha1.BindingPolicy) { p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")} },
+			nodes: []nodeSpec{{"a", nil}},
+			policy: func(p *bindgatev1alpha1.BindingPolicy) {
+				p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			},
 			existing: []func(ns, policy string) *podBuilder{
 				func(ns, p string) *podBuilder { return newPod(ns, "first").policy(p).req(corev1.ResourceCPU, "800m") },
 			},
@@ -191,16 +194,22 @@ func TestFilterTable(t *testing.T) {
 		"scoring: LeastAllocated spreads to the emptier node": {
 			nodes: []nodeSpec{{"busy", func(b *nodeBuilder) { b.label("slot", "busy") }}, {"idle", nil}},
 			existing: []func(ns, policy string) *podBuilder{
-				func(ns, p string) *podBuilder { return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "2").nodeSelector("slot", "busy") },
+				func(ns, p string) *podBuilder {
+					return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "2").nodeSelector("slot", "busy")
+				},
 			},
 			pod:      func(b *podBuilder) { b.req(corev1.ResourceCPU, "500m") },
 			wantNode: "idle",
 		},
 		"scoring: MostAllocated packs onto the busier node": {
-			nodes:  []nodeSpec{{"busy", func(b *nodeBuilder) { b.label("slot", "busy") }}, {"idle", nil}},
-			policy: func(p *bindgatev1alpha1.BindingPolicy) { p.Spec.Scoring = &bindgatev1alpha1.Scoring{Strategy: bindgatev1alpha1.MostAllocated} },
+			nodes: []nodeSpec{{"busy", func(b *nodeBuilder) { b.label("slot", "busy") }}, {"idle", nil}},
+			policy: func(p *bindgatev1alpha1.BindingPolicy) {
+				p.Spec.Scoring = &bindgatev1alpha1.Scoring{Strategy: bindgatev1alpha1.MostAllocated}
+			},
 			existing: []func(ns, policy string) *podBuilder{
-				func(ns, p string) *podBuilder { return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "2").nodeSelector("slot", "busy") },
+				func(ns, p string) *podBuilder {
+					return newPod(ns, "filler").policy(p).req(corev1.ResourceCPU, "2").nodeSelector("slot", "busy")
+				},
 			},
 			pod:      func(b *podBuilder) { b.req(corev1.ResourceCPU, "500m") },
 			wantNode: "busy",
@@ -215,7 +224,7 @@ func TestFilterTable(t *testing.T) {
 				}
 			})
 			for _, n := range tc.nodes {
-				b := newNode(pname + "-" + n.name).label("pool", pname).label("slot", n.name)
+				b := newNode(pname+"-"+n.name).label("pool", pname).label("slot", n.name)
 				if n.b != nil {
 					n.b(b)
 				}

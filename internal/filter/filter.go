@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package filter holds the node Filter plugins other than resource fit: the
 // policy's nodeSelector, the pod's own node selector and required affinity,
 // taints and cordoned nodes. Node affinity and taints are evaluated by

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 package noderesources_test
 
 import (
@@ -163,8 +162,8 @@ func TestFits(t *testing.T) {
 		existing []*corev1.Pod
 		want     []string
 	}{
-		"fits":                    {pod: pod(rl("cpu", "1", "memory", "1Gi")), want: nil},
-		"insufficient cpu":        {pod: pod(rl("cpu", "5")), want: []string{"Insufficient cpu"}},
+		"fits":             {pod: pod(rl("cpu", "1", "memory", "1Gi")), want: nil},
+		"insufficient cpu": {pod: pod(rl("cpu", "5")), want: []string{"Insufficient cpu"}},
 		"insufficient cpu and memory": {
 			pod: pod(rl("cpu", "3", "memory", "4Gi")), existing: []*corev1.Pod{pod(rl("cpu", "2", "memory", "6Gi"))},
 			want: []string{"Insufficient cpu", "Insufficient memory"},
