@@ -59,6 +59,10 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 test: fmt vet verify lint control-plane ## The one test command: checks, unit and envtest suites.
 	$(GO) test $(GOTEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: test-e2e
+test-e2e: control-plane ## Install tests: helm lint/template/install/upgrade/uninstall, kustomize builds.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
+
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -count=1 -short ./...
@@ -76,7 +80,7 @@ run: manifests ## Run the operator against the current kubeconfig.
 ##@ Tools (each built from a pinned module under hack/tools, only when missing)
 
 .PHONY: control-plane
-control-plane: $(KUBE_APISERVER) $(KUBECTL) $(ETCD) ## Build kube-apiserver, kubectl and etcd for envtest.
+control-plane: $(KUBE_APISERVER) $(KUBECTL) $(ETCD) $(HELM) ## Build kube-apiserver, kubectl, etcd (envtest) and helm (test/e2e).
 
 $(LOCALBIN):
 	@mkdir -p $(LOCALBIN)
