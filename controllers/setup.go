@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package controllers holds the thin reconcilers: they fetch objects, call
 // into internal/ for the binding cycle, and write status.
 package controllers

@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package metrics defines bindgate's Prometheus metrics on
 // controller-runtime's registry, served on the manager's metrics endpoint.
 package metrics

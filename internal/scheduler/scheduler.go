@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package scheduler runs one pod's binding cycle: Filter and Score (or the
 // reservation it already holds), Reserve, Permit, PreBind, Bind and
 // PostBind. Every step is resumable: the cycle is level-triggered from the
