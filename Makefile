@@ -120,3 +120,9 @@ $(HELM): | $(LOCALBIN)
 .PHONY: clean
 clean: ## Remove built binaries.
 	rm -rf $(LOCALBIN)
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: build control-plane $(KUBE_SCHEDULER) ## Benchmark bindgate against kube-scheduler and the raw bind ceiling (writes docs/benchmarks.md).
+	$(GO) run ./test/bench $(BENCH_ARGS)

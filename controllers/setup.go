@@ -43,10 +43,13 @@ type Options struct {
 	PercentageOfNodesToScore int
 	// Clock is injectable for tests; nil means the real clock.
 	Clock clock.Clock
+	// WebhookOptions configure the bind and postBind webhooks.
+	WebhookOptions
 }
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
+	o.WebhookOptions.bindFlags(fs)
 	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
@@ -67,7 +70,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		opts.Workers = 16
 	}
 	recorder := mgr.GetEventRecorder("bindgate")
-	if err := (&BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
+	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder}
+	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
 
@@ -85,6 +89,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Filters:                  scheduler.DefaultFilters(),
 		Binder:                   &bind.Binder{Client: mgr.GetClient()},
 		PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+	}
+	if err := setupBindWebhooks(mgr, opts, sched, policies); err != nil {
+		return err
 	}
 	pods := &PodReconciler{
 		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,

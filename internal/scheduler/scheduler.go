@@ -67,7 +67,10 @@ type Scheduler struct {
 	// PermitPlugins returns the permit plugins of a policy (none: approve).
 	PermitPlugins func(*bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin
 	Binder        framework.BindPlugin
-	PostBind      []framework.PostBindPlugin
+	// BindWebhook, when set, runs the policies' bind webhooks before the
+	// gate patch.
+	BindWebhook BindWebhook
+	PostBind    []framework.PostBindPlugin
 	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
 	PercentageOfNodesToScore int32
 }
@@ -360,6 +363,9 @@ func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, po
 // reservation and runs PostBind.
 func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
+	if out, done := s.callBindWebhook(ctx, state, pod, node); done {
+		return out, nil
+	}
 	start := s.Clock.Now()
 	if err := bind.Ungate(ctx, s.Client, pod, node); err != nil {
 		if apierrors.IsConflict(err) {

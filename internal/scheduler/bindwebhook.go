@@ -1,0 +1,54 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package scheduler
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bindhook"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
+)
+
+// BindWebhook calls a policy's spec.bind.webhook; nil means the bind may
+// proceed. *bindhook.Caller implements it.
+type BindWebhook interface {
+	Call(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, node string) *bindhook.Rejection
+}
+
+// callBindWebhook runs the bind webhook before the gate patch. done=true
+// ends the cycle: the reservation is released, the pod gets an event that
+// names the webhook, and the cycle is retried after the webhook's backoff.
+func (s *Scheduler) callBindWebhook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
+	if s.BindWebhook == nil {
+		return Outcome{}, false
+	}
+	rej := s.BindWebhook.Call(ctx, state.Policy, pod, node.Name)
+	if rej == nil {
+		return Outcome{}, false
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Bind webhook refused the bind", "pod", klog.KObj(pod), "node", node.Name,
+		"reason", rej.Message, "retryAfter", rej.RetryAfter)
+	s.unreserve(ctx, state, pod, node.Name)
+	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, rej.Reason, "Binding", "%s (retrying in %s)", rej.Message, rej.RetryAfter)
+	return Outcome{Result: metrics.ResultWaiting, RequeueAfter: rej.RetryAfter}, true
+}
