@@ -56,6 +56,8 @@ type entry struct {
 	// releasedAt is set when the reservation was released after a bind; the
 	// entry is counted until the informer shows the bind or the grace passes.
 	releasedAt time.Time
+	// reservedAt is when the reservation was taken (or recorded).
+	reservedAt time.Time
 }
 
 // Reservation describes a held reservation.
@@ -64,6 +66,9 @@ type Reservation struct {
 	UID    types.UID
 	Node   string
 	Policy string
+	// ReservedAt is when the reservation was taken; the permit deadline
+	// counts from it.
+	ReservedAt time.Time
 }
 
 // Cache is safe for concurrent use.
@@ -217,7 +222,7 @@ func (c *Cache) Reserved(uid types.UID) (Reservation, bool) {
 	if !ok || !e.reserved || e.bound {
 		return Reservation{}, false
 	}
-	return Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy}, true
+	return Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt}, true
 }
 
 // Reservations lists every reservation held, sorted by pod.
@@ -227,7 +232,7 @@ func (c *Cache) Reservations() []Reservation {
 	var out []Reservation
 	for uid, e := range c.pods {
 		if e.reserved && !e.bound {
-			out = append(out, Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy})
+			out = append(out, Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod.String() < out[j].Pod.String() })
@@ -271,7 +276,8 @@ func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, p
 		policy: policy.Name,
 		req:    req,
 		nzCPU:  cpu, nzMem: mem,
-		reserved: true,
+		reserved:   true,
+		reservedAt: c.clock.Now(),
 	}
 	c.pods[pod.UID] = e
 	c.account(e, 1)
@@ -328,7 +334,8 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation) {
 		req:    req,
 		// Recorded reservations keep no scoring defaults; use the requests.
 		nzCPU: max(req.MilliCPU, framework.DefaultMilliCPURequest), nzMem: max(req.Memory, framework.DefaultMemoryRequest),
-		reserved: true,
+		reserved:   true,
+		reservedAt: r.ReservedAt.Time,
 	}
 	c.pods[r.PodUID] = e
 	c.account(e, 1)

@@ -76,3 +76,21 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(ScheduleAttempts, SchedulingDuration, ExtensionPointDuration,
 		BindingDuration, Reservations, LedgerWrites)
 }
+
+// Results of the permit phase of a pod that has permit conditions.
+const (
+	PermitAllowed  = "allowed"
+	PermitRejected = "rejected"
+	PermitTimeout  = "timeout"
+)
+
+// PermitWaitDuration is the time from the reservation to the permit verdict.
+var PermitWaitDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "bindgate_permit_wait_duration_seconds",
+	Help:    "Time a reserved pod spent in Permit, from its reservation to the verdict, by result (allowed, rejected, timeout) and policy.",
+	Buckets: prometheus.ExponentialBuckets(0.01, 2, 18),
+}, []string{"result", "policy"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(PermitWaitDuration)
+}

@@ -46,6 +46,7 @@ import (
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/noderesources"
+	"github.com/bindgate/bindgate/internal/permit"
 )
 
 // Event reasons, as kube-scheduler uses them.
@@ -305,7 +306,20 @@ func (s *Scheduler) SetPodCondition(ctx context.Context, pod *corev1.Pod, cond c
 	return nil
 }
 
+// Event reasons of the permit phase.
+const (
+	EventPermitWaiting  = "PermitWaiting"
+	EventPermitRejected = "PermitRejected"
+	EventPermitTimeout  = "PermitTimeout"
+)
+
 // permit runs the policy's permit plugins. done=true ends the cycle here.
+//
+// The pod's permit deadline is its reservation's reservedAt plus the
+// policy's permit timeout; every wait ends by the deadline at the latest, so
+// the requeue timer enforces it. A pod that starts waiting has the deadline
+// recorded in the ledger (status.waitingPods counts it) before it is
+// reported waiting through the Permitted condition and a PermitWaiting event.
 func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
 	if s.PermitPlugins == nil {
 		return Outcome{}, false
@@ -314,6 +328,13 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	if len(plugins) == 0 {
 		return Outcome{}, false
 	}
+	log := ctrl.LoggerFrom(ctx)
+	policy := state.Policy
+	reservedAt := s.Clock.Now()
+	if res, held := s.Cache.Reserved(pod.UID); held && !res.ReservedAt.IsZero() {
+		reservedAt = res.ReservedAt
+	}
+	deadline := reservedAt.Add(permit.Timeout(policy))
 	var (
 		waitFor time.Duration
 		pending []string
@@ -324,23 +345,109 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		case st.IsSuccess():
 		case st.IsWait():
 			pending = append(pending, fmt.Sprintf("%s: %s", p.Name(), st.Message()))
-			if waitFor == 0 || (after > 0 && after < waitFor) {
+			if after > 0 && (waitFor == 0 || after < waitFor) {
 				waitFor = after
 			}
 		default:
+			msg := fmt.Sprintf("rejected by permit condition %s: %s", p.Name(), st.Message())
 			s.unreserve(ctx, state, pod, node.Name)
-			_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, fmt.Sprintf("rejected by permit condition %s: %s", p.Name(), st.Message()))
+			s.observePermit(policy, metrics.PermitRejected, reservedAt)
+			s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventPermitRejected, "Permit", msg)
+			if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonRejected, msg); err != nil {
+				log.Error(err, "Recording the permit rejection", "pod", klog.KObj(pod))
+			}
+			_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
 			return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, true
 		}
 	}
+	now := s.Clock.Now()
 	if len(pending) == 0 {
+		s.observePermit(policy, metrics.PermitAllowed, reservedAt)
+		if err := s.setPermitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, "All permit conditions approved"); err != nil {
+			log.Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
+		}
 		return Outcome{}, false
 	}
-	if waitFor <= 0 {
-		waitFor = time.Second
+	msg := strings.Join(pending, "; ")
+	if !now.Before(deadline) {
+		return s.permitTimeout(ctx, state, pod, node, msg, reservedAt), true
 	}
-	ctrl.LoggerFrom(ctx).V(4).Info("Waiting in Permit", "pod", klog.KObj(pod), "pending", pending)
+
+	cur := permittedCondition(pod)
+	if cur == nil || cur.Status != corev1.ConditionFalse || cur.Reason != bindgatev1alpha1.ReasonWaiting ||
+		cur.LastTransitionTime.Time.Before(reservedAt.Truncate(time.Second)) {
+		// A new wait: make the deadline durable first, then report it.
+		dl := metav1.NewTime(deadline)
+		r := &bindgatev1alpha1.Reservation{
+			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
+			Node: node.Name, Resources: state.PodRequests.ResourceList(),
+			ReservedAt: metav1.NewTime(reservedAt), PermitDeadline: &dl,
+		}
+		if err := s.Ledger.Record(ctx, policy.Name, r); err != nil {
+			if errors.Is(err, ledger.ErrLostRace) || errors.Is(err, ledger.ErrPolicyGone) {
+				s.unreserve(ctx, state, pod, node.Name)
+				return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, true
+			}
+			log.Error(err, "Recording the permit deadline", "pod", klog.KObj(pod))
+			return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true
+		}
+		s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventPermitWaiting, "Permit",
+			"Waiting on node %s until %s for permit conditions: %s", node.Name, deadline.UTC().Format(time.RFC3339), msg)
+	}
+	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
+		log.Error(err, "Recording the permit wait", "pod", klog.KObj(pod))
+	}
+	remaining := deadline.Sub(now)
+	if waitFor <= 0 || waitFor > remaining {
+		waitFor = remaining
+	}
+	log.V(4).Info("Waiting in Permit", "pod", klog.KObj(pod), "pending", pending, "deadline", deadline)
 	return Outcome{Result: metrics.ResultWaiting, RequeueAfter: waitFor}, true
+}
+
+// permitTimeout ends a wait whose deadline passed: the reservation is
+// released and the pod is either marked unschedulable (Reject) or requeued
+// with backoff (Retry).
+func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, pending string, reservedAt time.Time) Outcome {
+	policy := state.Policy
+	action := permit.OnTimeout(policy)
+	msg := fmt.Sprintf("permit timeout (%s) waiting for: %s", permit.Timeout(policy), pending)
+	s.unreserve(ctx, state, pod, node.Name)
+	s.observePermit(policy, metrics.PermitTimeout, reservedAt)
+	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, EventPermitTimeout, "Permit", "%s (onTimeout: %s)", msg, action)
+	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the permit timeout", "pod", klog.KObj(pod))
+	}
+	if action == bindgatev1alpha1.PermitTimeoutRetry {
+		// Released; the controller requeues the pod with exponential backoff.
+		return Outcome{Result: metrics.ResultWaiting, Unschedulable: true}
+	}
+	_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
+	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}
+}
+
+func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result string, reservedAt time.Time) {
+	metrics.PermitWaitDuration.WithLabelValues(result, policy.Name).Observe(s.Clock.Since(reservedAt).Seconds())
+}
+
+// setPermitted writes the Permitted condition unless the pod already says
+// exactly that.
+func (s *Scheduler) setPermitted(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) error {
+	if c := permittedCondition(pod); c != nil && c.Status == status && c.Reason == reason && c.Message == msg {
+		return nil
+	}
+	return s.SetPodCondition(ctx, pod, corev1.PodCondition{
+		Type: bindgatev1alpha1.PodConditionPermitted, Status: status, Reason: reason, Message: msg,
+	})
+}
+
+func permittedCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == bindgatev1alpha1.PodConditionPermitted {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) *framework.Status {

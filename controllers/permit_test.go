@@ -1,0 +1,222 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+const (
+	approvedAnnotation = bindgatev1alpha1.Prefix + "approved"
+	approvedExpr       = `has(pod.metadata.annotations) && pod.metadata.annotations[?'scheduling.bindgate.dev/approved'].orValue('') == 'true'`
+)
+
+// withPermit adds an "approved" expression condition with a timeout.
+func withPermit(expr string, timeout time.Duration, onTimeout bindgatev1alpha1.PermitTimeoutAction) func(*bindgatev1alpha1.BindingPolicy) {
+	return func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.Permit = &bindgatev1alpha1.Permit{
+			Timeout:    &metav1.Duration{Duration: timeout},
+			OnTimeout:  onTimeout,
+			Conditions: []bindgatev1alpha1.PermitCondition{{Name: "approved", Expression: expr}},
+		}
+	}
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func getPolicy(t *testing.T, name string) *bindgatev1alpha1.BindingPolicy {
+	t.Helper()
+	p := &bindgatev1alpha1.BindingPolicy{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func waitReady(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "policy "+name+" Ready", func() (bool, error) {
+		return meta.IsStatusConditionTrue(getPolicy(t, name).Status.Conditions, bindgatev1alpha1.ConditionReady), nil
+	})
+}
+
+func TestPermitManualApproval(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("approve")
+	pool(t, pol, withPermit(approvedExpr, 60*time.Second, bindgatev1alpha1.PermitTimeoutReject))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	newPod(ns, "a").policy(pol).req(corev1.ResourceCPU, "100m").create(t)
+
+	eventually(t, 10*time.Second, "pod waiting in Permit", func() (bool, error) {
+		c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonWaiting, nil
+	})
+	p := getPod(t, ns, "a")
+	if c := podCondition(p, bindgatev1alpha1.PodConditionPermitted); c.Message != "approved: expression is false" {
+		t.Errorf("Permitted message = %q", c.Message)
+	}
+	eventually(t, 5*time.Second, "waitingPods = 1", func() (bool, error) {
+		st := getPolicy(t, pol).Status
+		return st.WaitingPods == 1 && len(st.Reservations) == 1 && st.Reservations[0].PermitDeadline != nil, nil
+	})
+	// The wait is reported once, not on every re-evaluation.
+	time.Sleep(300 * time.Millisecond)
+	eventually(t, 5*time.Second, "PermitWaiting event", func() (bool, error) {
+		return hasEvent(t, ns, "a", "PermitWaiting", "approved: expression is false"), nil
+	})
+	if p := getPod(t, ns, "a"); p.Spec.NodeName != "" {
+		t.Fatalf("pod bound to %s before approval", p.Spec.NodeName)
+	}
+
+	p = getPod(t, ns, "a")
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[approvedAnnotation] = "true"
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	approvedAt := time.Now()
+	eventually(t, 5*time.Second, "pod bound after approval", func() (bool, error) {
+		return getPod(t, ns, "a").Spec.NodeName != "", nil
+	})
+	if d := time.Since(approvedAt); d > time.Second {
+		t.Errorf("bound %v after the approval, want < 1s", d)
+	} else {
+		t.Logf("bound %v after the approval", d)
+	}
+	if c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted); c == nil || c.Status != corev1.ConditionTrue || c.Reason != bindgatev1alpha1.ReasonPermitted {
+		t.Errorf("Permitted = %+v, want True/Permitted", c)
+	}
+	n := 0
+	for _, e := range events(t, ns, "a") {
+		if strings.HasPrefix(e, "PermitWaiting: ") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d PermitWaiting events, want 1", n)
+	}
+}
+
+func TestPermitTimeoutReject(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("reject")
+	pool(t, pol, withPermit(approvedExpr, 2*time.Second, bindgatev1alpha1.PermitTimeoutReject))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	start := time.Now()
+	newPod(ns, "a").policy(pol).create(t)
+
+	eventually(t, 10*time.Second, "PodScheduled=False after the permit timeout", func() (bool, error) {
+		c := podCondition(getPod(t, ns, "a"), corev1.PodScheduled)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			strings.Contains(c.Message, "permit timeout") && strings.Contains(c.Message, "approved: expression is false"), nil
+	})
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("rejected after %v, before the 2s timeout", d)
+	}
+	eventually(t, 5*time.Second, "reservation released", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 0, nil
+	})
+	eventually(t, 5*time.Second, "PermitTimeout event", func() (bool, error) {
+		return hasEvent(t, ns, "a", "PermitTimeout", "approved"), nil
+	})
+	if c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted); c == nil || c.Reason != bindgatev1alpha1.ReasonTimeout {
+		t.Errorf("Permitted = %+v, want reason Timeout", c)
+	}
+	if p := getPod(t, ns, "a"); p.Spec.NodeName != "" {
+		t.Errorf("rejected pod bound to %s", p.Spec.NodeName)
+	}
+}
+
+func TestPermitTimeoutRetry(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("retry")
+	pool(t, pol, withPermit(approvedExpr, time.Second, bindgatev1alpha1.PermitTimeoutRetry))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	newPod(ns, "a").policy(pol).create(t)
+
+	eventually(t, 10*time.Second, "timed out and released", func() (bool, error) {
+		c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted)
+		return c != nil && c.Reason == bindgatev1alpha1.ReasonTimeout && len(getPolicy(t, pol).Status.Reservations) == 0, nil
+	})
+	if c := podCondition(getPod(t, ns, "a"), corev1.PodScheduled); c != nil && c.Reason == corev1.PodReasonUnschedulable {
+		t.Errorf("Retry marked the pod unschedulable: %+v", c)
+	}
+	// Requeued: it reserves and waits again.
+	eventually(t, 10*time.Second, "waiting again after the retry", func() (bool, error) {
+		c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted)
+		return c != nil && c.Reason == bindgatev1alpha1.ReasonWaiting && len(getPolicy(t, pol).Status.Reservations) == 1, nil
+	})
+	// Approve: the retried pod binds.
+	p := getPod(t, ns, "a")
+	p.Annotations = map[string]string{approvedAnnotation: "true"}
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "bound after approval", func() (bool, error) {
+		return getPod(t, ns, "a").Spec.NodeName != "", nil
+	})
+}
+
+func TestPermitInvalidExpression(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("invalid")
+	pool(t, pol, withPermit(`pod.metadata.name ==`, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	eventually(t, 10*time.Second, "policy Ready=False InvalidExpression", func() (bool, error) {
+		c := meta.FindStatusCondition(getPolicy(t, pol).Status.Conditions, bindgatev1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonInvalidExpression &&
+			strings.Contains(c.Message, "spec.permit.conditions[0] (approved)"), nil
+	})
+	ns := namespace(t, nil)
+	newPod(ns, "a").policy(pol).create(t)
+	eventually(t, 10*time.Second, "pod gated with PolicyNotReady", func() (bool, error) {
+		c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPolicyMatched)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonPolicyNotReady, nil
+	})
+	p := getPod(t, ns, "a")
+	if p.Spec.NodeName != "" || len(p.Spec.SchedulingGates) == 0 {
+		t.Errorf("pod of an invalid policy was scheduled: node %q gates %v", p.Spec.NodeName, p.Spec.SchedulingGates)
+	}
+	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
+		t.Errorf("%d reservations for an invalid policy", n)
+	}
+}

@@ -1,0 +1,237 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package permit implements the Permit conditions of a BindingPolicy. This
+// file holds the `expression` kind: a CEL expression over `pod`, `node` and
+// `policy` (each the object as JSON, e.g. pod.metadata.annotations) that
+// must evaluate to true. Expressions are compiled with the Kubernetes CEL
+// environment (the libraries of ValidatingAdmissionPolicy) once per policy
+// generation and evaluated under a cost limit.
+package permit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/framework"
+)
+
+// CostLimit bounds the runtime cost of one evaluation (the unit of
+// Kubernetes' CEL cost model).
+const CostLimit = 1_000_000
+
+// RecheckAfter is how long a pod whose expression is false (or failed) waits
+// at most before the expression is evaluated again. Pod updates re-run it at
+// once; the timer covers changes to the node and the policy.
+const RecheckAfter = 5 * time.Second
+
+// ReasonFalse is the wait reason of an expression that evaluated to false.
+const ReasonFalse = "expression is false"
+
+var (
+	envOnce sync.Once
+	envSet  *environment.EnvSet
+	errEnv  error
+)
+
+func envs() (*environment.EnvSet, error) {
+	envOnce.Do(func() {
+		envSet, errEnv = environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(
+			environment.VersionedOptions{
+				IntroducedVersion: version.MajorMinor(1, 0),
+				EnvOptions: []cel.EnvOption{
+					cel.Variable("pod", cel.DynType),
+					cel.Variable("node", cel.DynType),
+					cel.Variable("policy", cel.DynType),
+				},
+			})
+	})
+	return envSet, errEnv
+}
+
+// compileExpression type-checks one expression. stored selects the
+// permissive environment used for expressions already admitted.
+func compileExpression(expr string, stored bool) (cel.Program, error) {
+	set, err := envs()
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment: %w", err)
+	}
+	env := set.NewExpressionsEnv()
+	if stored {
+		env = set.StoredExpressionsEnv()
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if !ast.OutputType().IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("the expression must evaluate to a bool, not %s", ast.OutputType())
+	}
+	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, fmt.Errorf("building the program: %w", err)
+	}
+	return prg, nil
+}
+
+// Compile checks every expression condition of the policy. The error names
+// the first condition that does not compile:
+// "spec.permit.conditions[0] (approved): ...".
+func Compile(policy *bindgatev1alpha1.BindingPolicy) error {
+	if policy.Spec.Permit == nil {
+		return nil
+	}
+	var errs []error
+	for i, c := range policy.Spec.Permit.Conditions {
+		if c.Expression == "" {
+			continue
+		}
+		if _, err := compileExpression(c.Expression, false); err != nil {
+			errs = append(errs, fmt.Errorf("spec.permit.conditions[%d] (%s): %w", i, c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Expression is the permit plugin of one expression condition.
+type Expression struct {
+	name string
+	prg  cel.Program
+	err  error // compile error: the condition waits, saying why
+}
+
+var _ framework.PermitPlugin = (*Expression)(nil)
+
+// NewExpression compiles expr into a plugin named name. A compile error is
+// kept: the plugin then holds every pod with that error as the reason.
+func NewExpression(name, expr string) *Expression {
+	prg, err := compileExpression(expr, true)
+	return &Expression{name: name, prg: prg, err: err}
+}
+
+// Name is the condition's name.
+func (e *Expression) Name() string { return e.name }
+
+// Permit approves the pod when the expression is true and holds it
+// otherwise; an evaluation error holds it too, with the error as reason.
+func (e *Expression) Permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
+	if e.err != nil {
+		return framework.NewStatus(framework.Wait, "invalid expression: "+e.err.Error()), RecheckAfter
+	}
+	vars := map[string]any{}
+	for name, obj := range map[string]any{"pod": pod, "node": node, "policy": state.Policy} {
+		if obj == nil || isNilPointer(obj) {
+			vars[name] = nil
+			continue
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return framework.NewStatus(framework.Wait, fmt.Sprintf("converting %s: %v", name, err)), RecheckAfter
+		}
+		vars[name] = u
+	}
+	out, _, err := e.prg.ContextEval(ctx, vars)
+	if err != nil {
+		return framework.NewStatus(framework.Wait, "evaluation error: "+err.Error()), RecheckAfter
+	}
+	ok, isBool := out.Value().(bool)
+	if !isBool {
+		return framework.NewStatus(framework.Wait, fmt.Sprintf("evaluation error: result is %s, not bool", out.Type())), RecheckAfter
+	}
+	if !ok {
+		return framework.NewStatus(framework.Wait, ReasonFalse), RecheckAfter
+	}
+	return nil, 0
+}
+
+func isNilPointer(obj any) bool {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o == nil
+	case *corev1.Node:
+		return o == nil
+	case *bindgatev1alpha1.BindingPolicy:
+		return o == nil
+	}
+	return false
+}
+
+type cacheKey struct {
+	uid        types.UID
+	generation int64
+}
+
+// cache holds the plugins of each policy generation.
+var cache = struct {
+	sync.Mutex
+	m map[cacheKey][]framework.PermitPlugin
+}{m: map[cacheKey][]framework.PermitPlugin{}}
+
+// PluginsFor returns the permit plugins of the policy: one per expression
+// condition (gang, volumes and webhook conditions are handled elsewhere).
+// Expressions are compiled once per policy UID and generation.
+func PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin {
+	if policy == nil || policy.Spec.Permit == nil || len(policy.Spec.Permit.Conditions) == 0 {
+		return nil
+	}
+	key := cacheKey{uid: policy.UID, generation: policy.Generation}
+	cache.Lock()
+	defer cache.Unlock()
+	if p, ok := cache.m[key]; ok {
+		return p
+	}
+	var plugins []framework.PermitPlugin
+	for _, c := range policy.Spec.Permit.Conditions {
+		if c.Expression != "" {
+			plugins = append(plugins, NewExpression(c.Name, c.Expression))
+		}
+	}
+	// Drop older generations of the same policy.
+	for k := range cache.m {
+		if k.uid == policy.UID {
+			delete(cache.m, k)
+		}
+	}
+	cache.m[key] = plugins
+	return plugins
+}
+
+// Timeout is the policy's permit timeout (default 30s).
+func Timeout(policy *bindgatev1alpha1.BindingPolicy) time.Duration {
+	if policy.Spec.Permit != nil && policy.Spec.Permit.Timeout != nil && policy.Spec.Permit.Timeout.Duration > 0 {
+		return policy.Spec.Permit.Timeout.Duration
+	}
+	return 30 * time.Second
+}
+
+// OnTimeout is what happens when the timeout passes (default Reject).
+func OnTimeout(policy *bindgatev1alpha1.BindingPolicy) bindgatev1alpha1.PermitTimeoutAction {
+	if policy.Spec.Permit != nil && policy.Spec.Permit.OnTimeout != "" {
+		return policy.Spec.Permit.OnTimeout
+	}
+	return bindgatev1alpha1.PermitTimeoutReject
+}

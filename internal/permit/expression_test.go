@@ -1,0 +1,147 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package permit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/permit"
+)
+
+const approved = `has(pod.metadata.annotations) && pod.metadata.annotations[?'scheduling.bindgate.dev/approved'].orValue('') == 'true'`
+
+func policyWith(exprs ...string) *bindgatev1alpha1.BindingPolicy {
+	p := &bindgatev1alpha1.BindingPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p", Generation: 1},
+		Spec:       bindgatev1alpha1.BindingPolicySpec{Permit: &bindgatev1alpha1.Permit{}},
+	}
+	for i, e := range exprs {
+		p.Spec.Permit.Conditions = append(p.Spec.Permit.Conditions, bindgatev1alpha1.PermitCondition{
+			Name: []string{"first", "second", "third"}[i], Expression: e,
+		})
+	}
+	return p
+}
+
+func TestCompile(t *testing.T) {
+	cases := []struct {
+		name    string
+		exprs   []string
+		wantErr string // substring; empty: no error
+	}{
+		{"good", []string{approved}, ""},
+		{"node and policy", []string{`node.metadata.labels['zone'] == 'a' && policy.metadata.name == 'p'`}, ""},
+		{"k8s library", []string{`quantity(node.status.allocatable['cpu']).isGreaterThan(quantity('1'))`}, ""},
+		{"not bool", []string{`'yes'`}, "spec.permit.conditions[0] (first): the expression must evaluate to a bool"},
+		{"syntax error", []string{approved, `pod.metadata.name ==`}, "spec.permit.conditions[1] (second): "},
+		{"unknown variable", []string{`object.metadata.name == 'x'`}, "undeclared reference to 'object'"},
+		{"no permit", nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := permit.Compile(policyWith(tc.exprs...))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEval(t *testing.T) {
+	pod := func(ann map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Annotations: ann}}
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
+	cases := []struct {
+		name       string
+		expr       string
+		pod        *corev1.Pod
+		wantWait   bool
+		wantReason string
+	}{
+		{"true", approved, pod(map[string]string{"scheduling.bindgate.dev/approved": "true"}), false, ""},
+		{"false: other value", approved, pod(map[string]string{"scheduling.bindgate.dev/approved": "no"}), true, permit.ReasonFalse},
+		{"false: no annotations", approved, pod(nil), true, permit.ReasonFalse},
+		{"node label", `node.metadata.labels.zone == 'a'`, pod(nil), false, ""},
+		{"runtime error", `pod.metadata.annotations['missing'] == 'x'`, pod(nil), true, "evaluation error: no such key: annotations"},
+		{"invalid expression", `pod.metadata.name ==`, pod(nil), true, "invalid expression"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := permit.NewExpression("c", tc.expr)
+			st, after := p.Permit(context.Background(), &framework.CycleState{Policy: policyWith(tc.expr)}, tc.pod, node)
+			if !tc.wantWait {
+				if !st.IsSuccess() {
+					t.Fatalf("status = %v, want success", st)
+				}
+				return
+			}
+			if !st.IsWait() {
+				t.Fatalf("status = %v, want wait", st)
+			}
+			if !strings.Contains(st.Message(), tc.wantReason) {
+				t.Fatalf("reason = %q, want it to contain %q", st.Message(), tc.wantReason)
+			}
+			if after <= 0 || after > permit.RecheckAfter {
+				t.Fatalf("wait = %v, want (0, %v]", after, permit.RecheckAfter)
+			}
+		})
+	}
+}
+
+func TestCostLimit(t *testing.T) {
+	// A cross product over a long list exceeds the runtime cost limit.
+	expr := `[` + strings.Repeat("1,", 2000) + `1].all(x, [` + strings.Repeat("1,", 2000) + `1].all(y, x == y))`
+	if err := permit.Compile(policyWith(expr)); err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	st, _ := permit.NewExpression("c", expr).Permit(context.Background(), &framework.CycleState{Policy: policyWith(expr)}, &corev1.Pod{}, &corev1.Node{})
+	if !st.IsWait() || !strings.Contains(st.Message(), "cost") {
+		t.Fatalf("status = %v, want a wait naming the cost limit", st)
+	}
+}
+
+func TestPluginsForCachesPerGeneration(t *testing.T) {
+	p := policyWith(approved, `true`)
+	p.Spec.Permit.Conditions = append(p.Spec.Permit.Conditions, bindgatev1alpha1.PermitCondition{
+		Name: "gang", Gang: &bindgatev1alpha1.GangCondition{MinMember: 2},
+	})
+	a := permit.PluginsFor(p)
+	if len(a) != 2 || a[0].Name() != "first" || a[1].Name() != "second" {
+		t.Fatalf("plugins = %v", a)
+	}
+	if b := permit.PluginsFor(p); b[0] != a[0] {
+		t.Fatal("same generation compiled twice")
+	}
+	p.Generation++
+	if b := permit.PluginsFor(p); b[0] == a[0] {
+		t.Fatal("new generation not recompiled")
+	}
+}
