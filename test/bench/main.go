@@ -1,0 +1,532 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+// Command bench measures bindgate against kube-scheduler v1.37.2 and the raw
+// pods/binding write ceiling on the same machine, each contender on a fresh
+// real control plane (etcd + kube-apiserver built from pinned modules), with
+// the nodes and pods created before the contender starts. Run it with
+// `make bench`; it writes docs/benchmarks.md and docs/benchmarks.png.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/testenv"
+)
+
+// Contenders.
+const (
+	Bindgate      = "bindgate"
+	KubeScheduler = "kube-scheduler"
+	RawBind       = "raw-bind"
+)
+
+type workload struct {
+	Name  string
+	Nodes int
+	Pods  int
+	// Rate > 0 makes a steady stream: pods are created at Rate per second
+	// for Duration while the contender runs.
+	Rate     int
+	Duration time.Duration
+}
+
+type result struct {
+	Contender   string
+	Workload    string
+	Rep         int
+	PodsPerSec  float64 // over the first-bind..last-bind window
+	Total       time.Duration
+	PeakRSSMiB  float64
+	WritesPerPod float64
+	Writes      map[string]float64 // by resource/verb
+	P50, P99    time.Duration
+	Curve       []point // bound pods over time since the contender started
+	Err         string
+}
+
+type point struct {
+	T     float64
+	Bound int
+}
+
+func main() {
+	var (
+		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
+		only      = flag.String("workloads", "500x3000,5000x10000,stream", "Comma-separated workloads: 500x3000, 5000x10000, stream.")
+		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
+		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
+		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
+		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
+		workers   = flag.Int("workers", 16, "bindgate --workers.")
+	)
+	flag.Parse()
+	all := map[string]workload{
+		"500x3000":   {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
+		"5000x10000": {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
+		"stream":     {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
+	}
+	var results []result
+	var order []string
+	for _, key := range strings.Split(*only, ",") {
+		w, ok := all[key]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "unknown workload %q\n", key)
+			os.Exit(2)
+		}
+		order = append(order, w.Name)
+		contenders := []string{Bindgate, KubeScheduler}
+		if w.Rate == 0 {
+			contenders = append(contenders, RawBind)
+		}
+		for rep := 1; rep <= *reps; rep++ {
+			// Alternate the order so drift on a noisy machine spreads evenly.
+			cs := slices.Clone(contenders)
+			if rep%2 == 0 {
+				slices.Reverse(cs)
+			}
+			for _, c := range cs {
+				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
+				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers})
+				if r.Err != "" {
+					fmt.Printf("   error: %s\n", r.Err)
+				} else {
+					fmt.Printf("   %.0f pods/s, total %v, peak RSS %.0f MiB, %.2f writes/pod, p50 %v, p99 %v\n",
+						r.PodsPerSec, r.Total.Round(time.Millisecond), r.PeakRSSMiB, r.WritesPerPod, r.P50, r.P99)
+				}
+				results = append(results, r)
+			}
+		}
+	}
+	report := render(order, results, os.Args[1:])
+	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := plotCurves(*plotOut, results); err != nil {
+		fmt.Fprintln(os.Stderr, "plot:", err)
+	}
+	fmt.Println(report)
+}
+
+type runConfig struct {
+	bindgate, scheduler string
+	workers             int
+}
+
+type controlPlane struct {
+	env        *envtest.Environment
+	cfg        *rest.Config
+	cs         kubernetes.Interface
+	cl         client.Client
+	kubeconfig string
+	dir        string
+}
+
+func startControlPlane() (*controlPlane, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: testenv.AssetsDir(),
+		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	api := env.ControlPlane.GetAPIServer()
+	// Nodes are created Ready: no node.kubernetes.io/not-ready taint.
+	api.Configure().Append("disable-admission-plugins", "TaintNodesByCondition")
+	api.Configure().Set("max-requests-inflight", "2000")
+	api.Configure().Set("max-mutating-requests-inflight", "1000")
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	cp := &controlPlane{env: env, cfg: cfg}
+	if cp.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if cp.cl, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return nil, err
+	}
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "bench", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cp.dir, err = os.MkdirTemp("", "bindgate-bench-"); err != nil {
+		return nil, err
+	}
+	cp.kubeconfig = filepath.Join(cp.dir, "kubeconfig")
+	return cp, os.WriteFile(cp.kubeconfig, kc, 0o600)
+}
+
+func (cp *controlPlane) stop() {
+	_ = cp.env.Stop()
+	_ = os.RemoveAll(cp.dir)
+}
+
+// parallel runs f(i) for i in [0,n) on k workers.
+func parallel(n, k int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first atomic.Value
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := first.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
+	return parallel(n, 32, func(i int) error {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Labels: map[string]string{
+				corev1.LabelHostname: fmt.Sprintf("node-%05d", i), "pool": "bench",
+			}},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110")},
+				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+				Phase:       corev1.NodeRunning,
+			},
+		}
+		_, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func benchPod(i int, gated bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pod-%06d", i)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
+			}}}}},
+	}
+	if gated {
+		p.Labels = map[string]string{bindgatev1alpha1.PolicyLabel: "bench"}
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: bindgatev1alpha1.SchedulingGate}}
+	}
+	return p
+}
+
+// tracker records when each pod is first seen bound.
+type tracker struct {
+	mu      sync.Mutex
+	start   time.Time
+	created map[string]time.Time
+	bound   map[string]time.Time
+	count   atomic.Int64
+}
+
+func newTracker(ctx context.Context, cs kubernetes.Interface) *tracker {
+	t := &tracker{created: map[string]time.Time{}, bound: map[string]time.Time{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("bench"))
+	inf := f.Core().V1().Pods().Informer()
+	onPod := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Spec.NodeName == "" {
+			return
+		}
+		now := time.Now()
+		t.mu.Lock()
+		if _, seen := t.bound[p.Name]; !seen {
+			t.bound[p.Name] = now
+			t.count.Add(1)
+		}
+		t.mu.Unlock()
+	}
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onPod, UpdateFunc: func(_, o any) { onPod(o) }})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return t
+}
+
+func run(w workload, contender string, rep int, rc runConfig) (res result) {
+	res = result{Contender: contender, Workload: w.Name, Rep: rep}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cp, err := startControlPlane()
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	defer cp.stop()
+	fail := func(err error) result { res.Err = err.Error(); return res }
+
+	if _, err := cp.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
+		return fail(err)
+	}
+	if contender == Bindgate {
+		pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+			Spec: bindgatev1alpha1.BindingPolicySpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bench"}}}}
+		if err := cp.cl.Create(ctx, pol); err != nil {
+			return fail(err)
+		}
+	}
+	if err := createNodes(ctx, cp.cs, w.Nodes); err != nil {
+		return fail(fmt.Errorf("creating nodes: %w", err))
+	}
+	gated := contender == Bindgate
+	if w.Rate == 0 {
+		if err := parallel(w.Pods, 32, func(i int) error {
+			_, err := cp.cs.CoreV1().Pods("bench").Create(ctx, benchPod(i, gated), metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fail(fmt.Errorf("creating pods: %w", err))
+		}
+	}
+	tr := newTracker(ctx, cp.cs)
+	before, err := writeCounts(ctx, cp.cs)
+	if err != nil {
+		return fail(err)
+	}
+
+	var proc *exec.Cmd
+	start := time.Now()
+	tr.start = start
+	switch contender {
+	case Bindgate:
+		proc = exec.CommandContext(ctx, rc.bindgate, "--kubeconfig", cp.kubeconfig, "--leader-elect=false",
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
+	case KubeScheduler:
+		cfgPath := filepath.Join(cp.dir, "scheduler.yaml")
+		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+`, cp.kubeconfig)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			return fail(err)
+		}
+		proc = exec.CommandContext(ctx, rc.scheduler, "--config", cfgPath, "--secure-port=0", "-v=0")
+	case RawBind:
+		go rawBind(ctx, cp.cs, w)
+	}
+	if proc != nil {
+		logf, _ := os.Create(filepath.Join(cp.dir, contender+".log"))
+		proc.Stdout, proc.Stderr = logf, logf
+		if err := proc.Start(); err != nil {
+			return fail(err)
+		}
+		defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
+	}
+
+	want := w.Pods
+	if w.Rate > 0 {
+		time.Sleep(3 * time.Second) // let the contender sync its caches
+		want = w.Rate * int(w.Duration/time.Second)
+		go stream(ctx, cp.cs, tr, w, gated)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for tr.count.Load() < int64(want) {
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("only %d/%d pods bound after 10 minutes", tr.count.Load(), want))
+		}
+		res.Curve = append(res.Curve, point{T: time.Since(start).Seconds(), Bound: int(tr.count.Load())})
+		time.Sleep(100 * time.Millisecond)
+	}
+	res.Total = time.Since(start)
+	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
+	if proc != nil {
+		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
+	}
+	after, err := writeCounts(ctx, cp.cs)
+	if err != nil {
+		return fail(err)
+	}
+	res.Writes = map[string]float64{}
+	var total float64
+	for k, v := range after {
+		d := v - before[k]
+		if strings.HasPrefix(k, "POST pods") && !strings.Contains(k, "/binding") && w.Rate > 0 {
+			d -= float64(want) // the stream's own pod creations
+		}
+		if d > 0 {
+			res.Writes[k] = d / float64(want)
+			total += d
+		}
+	}
+	res.WritesPerPod = total / float64(want)
+
+	tr.mu.Lock()
+	var first, last time.Time
+	var lat []time.Duration
+	for name, t := range tr.bound {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+		if c, ok := tr.created[name]; ok {
+			lat = append(lat, t.Sub(c))
+		}
+	}
+	tr.mu.Unlock()
+	if w.Rate > 0 {
+		res.PodsPerSec = float64(want) / last.Sub(start).Seconds()
+	} else if window := last.Sub(first).Seconds(); window > 0 {
+		res.PodsPerSec = float64(want) / window
+	}
+	if len(lat) > 0 {
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		res.P50 = lat[len(lat)/2].Round(time.Millisecond)
+		res.P99 = lat[len(lat)*99/100].Round(time.Millisecond)
+	}
+	return res
+}
+
+// rawBind is the write ceiling: 32 workers POST pods/binding round-robin.
+func rawBind(ctx context.Context, cs kubernetes.Interface, w workload) {
+	_ = parallel(w.Pods, 32, func(i int) error {
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pod-%06d", i)},
+			Target: corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%05d", i%w.Nodes)}}
+		if err := cs.CoreV1().Pods("bench").Bind(ctx, b, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "raw bind:", err)
+		}
+		return nil
+	})
+}
+
+// stream creates pods at w.Rate per second for w.Duration.
+func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workload, gated bool) {
+	total := w.Rate * int(w.Duration/time.Second)
+	interval := time.Second / time.Duration(w.Rate)
+	next := time.Now()
+	sem := make(chan struct{}, 16)
+	for i := range total {
+		time.Sleep(time.Until(next))
+		next = next.Add(interval)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			p := benchPod(i, gated)
+			now := time.Now()
+			tr.mu.Lock()
+			tr.created[p.Name] = now
+			tr.mu.Unlock()
+			_, _ = cs.CoreV1().Pods("bench").Create(ctx, p, metav1.CreateOptions{})
+		}()
+	}
+}
+
+// writeCounts reads apiserver_request_total for mutating verbs, keyed by
+// "VERB resource[/subresource]".
+func writeCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping /metrics: %w", err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels := parseLabels(line[len("apiserver_request_total{"):strings.LastIndex(line, "}")])
+		verb := labels["verb"]
+		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY" {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		key := verb + " " + labels["resource"]
+		if labels["subresource"] != "" {
+			key += "/" + labels["subresource"]
+		}
+		out[key] += v
+	}
+	return out, nil
+}
+
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+// peakRSS reads VmHWM of a process, in MiB.
+func peakRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

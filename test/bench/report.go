@@ -1,0 +1,182 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+type summary struct {
+	podsPerSec, rss, writes, p50, p99 float64
+	runs                              int
+	errs                              []string
+	writesBy                          map[string][]float64
+}
+
+func summarize(results []result, workload, contender string) summary {
+	var pps, rss, wr, p50, p99 []float64
+	s := summary{writesBy: map[string][]float64{}}
+	for _, r := range results {
+		if r.Workload != workload || r.Contender != contender {
+			continue
+		}
+		if r.Err != "" {
+			s.errs = append(s.errs, r.Err)
+			continue
+		}
+		s.runs++
+		pps = append(pps, r.PodsPerSec)
+		rss = append(rss, r.PeakRSSMiB)
+		wr = append(wr, r.WritesPerPod)
+		p50 = append(p50, float64(r.P50.Milliseconds()))
+		p99 = append(p99, float64(r.P99.Milliseconds()))
+		for k, v := range r.Writes {
+			s.writesBy[k] = append(s.writesBy[k], v)
+		}
+	}
+	s.podsPerSec, s.rss, s.writes, s.p50, s.p99 = median(pps), median(rss), median(wr), median(p50), median(p99)
+	return s
+}
+
+func render(workloads []string, results []result, args []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks: bindgate vs kube-scheduler\n\n")
+	fmt.Fprintf(&b, "Measured %s on %d CPUs (%s/%s) with `make bench`", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	if len(args) > 0 {
+		fmt.Fprintf(&b, " (`go run ./test/bench %s`)", strings.Join(args, " "))
+	}
+	b.WriteString(".\n\n")
+	b.WriteString("Each contender runs as its own process against a **fresh** control plane (etcd + kube-apiserver v1.37.2 built from pinned modules), ")
+	b.WriteString("with every node (Ready, untainted, 32 CPU / 128Gi / 110 pods) and pod (100m / 128Mi) created before it starts. ")
+	b.WriteString("Contenders alternate order between repetitions; figures are medians. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
+	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false`.\n")
+	b.WriteString("- **kube-scheduler** v1.37.2 from the same pinned module: ungated pods, default profile, `clientConnection.qps/burst` 5000, leader election off.\n")
+	b.WriteString("- **raw-bind**: the bench itself POSTs `pods/binding` from 32 workers with no placement logic — the write ceiling of the machine.\n\n")
+	b.WriteString("pods/s is pods bound divided by the first-bind→last-bind window (stream: by the time from start to the last bind); ")
+	b.WriteString("writes/pod counts every mutating API request the contender caused (`apiserver_request_total`), events included; latency is pod create → bound as seen by a watch.\n\n")
+	for _, w := range workloads {
+		fmt.Fprintf(&b, "## %s\n\n", w)
+		b.WriteString("| contender | runs | pods/s | × kube-scheduler | × raw ceiling | peak RSS MiB | writes/pod | p50 | p99 |\n|---|---|---|---|---|---|---|---|---|\n")
+		ks := summarize(results, w, KubeScheduler)
+		raw := summarize(results, w, RawBind)
+		for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+			s := summarize(results, w, c)
+			if s.runs == 0 && len(s.errs) == 0 {
+				continue
+			}
+			ratio := func(base summary) string {
+				if base.podsPerSec == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", s.podsPerSec/base.podsPerSec)
+			}
+			rss := "–"
+			if s.rss > 0 {
+				rss = fmt.Sprintf("%.0f", s.rss)
+			}
+			lat := func(ms float64) string {
+				if ms == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.0f ms", ms)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %s | %.2f | %s | %s |\n", c, s.runs, s.podsPerSec, ratio(ks), ratio(raw), rss, s.writes, lat(s.p50), lat(s.p99))
+			for _, e := range s.errs {
+				fmt.Fprintf(&b, "\n> %s failed once: %s\n", c, e)
+			}
+		}
+		for _, c := range []string{Bindgate, KubeScheduler} {
+			s := summarize(results, w, c)
+			if len(s.writesBy) == 0 {
+				continue
+			}
+			var parts []string
+			for k, v := range s.writesBy {
+				parts = append(parts, fmt.Sprintf("%s %.2f", k, median(v)))
+			}
+			sort.Strings(parts)
+			fmt.Fprintf(&b, "\n%s writes per pod: %s\n", c, strings.Join(parts, ", "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("![bound pods over time](benchmarks.png)\n")
+	return b.String()
+}
+
+// plotCurves draws bound pods over time for the first repetition of each
+// contender on the first batch workload.
+func plotCurves(path string, results []result) error {
+	p := plot.New()
+	p.Title.Text = "Bound pods over time (first repetition)"
+	p.X.Label.Text = "seconds since the contender started"
+	p.Y.Label.Text = "pods bound"
+	colors := map[string]color.RGBA{
+		Bindgate: {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, KubeScheduler: {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, RawBind: {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+	}
+	var workload string
+	drawn := map[string]bool{}
+	for _, r := range results {
+		if r.Err != "" || len(r.Curve) == 0 || strings.HasPrefix(r.Workload, "stream") {
+			continue
+		}
+		if workload == "" {
+			workload = r.Workload
+		}
+		if r.Workload != workload || drawn[r.Contender] {
+			continue
+		}
+		drawn[r.Contender] = true
+		pts := make(plotter.XYs, len(r.Curve))
+		for i, c := range r.Curve {
+			pts[i].X, pts[i].Y = c.T, float64(c.Bound)
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = colors[r.Contender]
+		line.Width = vg.Points(2)
+		p.Add(line)
+		p.Legend.Add(r.Contender, line)
+	}
+	p.Title.Text += " — " + workload
+	p.Legend.Top = false
+	p.Legend.Left = false
+	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+}
