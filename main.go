@@ -49,6 +49,7 @@ func main() {
 		enableLeaderElection bool
 		leaderElectionNS     string
 		opts                 controllers.Options
+		webhooks             webhookOptions
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080",
 		"The address the Prometheus metrics endpoint binds to. Use 0 to disable it.")
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease (default: the operator's namespace).")
 	opts.BindFlags(flag.CommandLine)
+	webhooks.bindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-devel, --zap-encoder, --zap-log-level, ...
 	// --kubeconfig is registered by controller-runtime's config package.
@@ -66,6 +68,11 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
+
+	if err := webhooks.validate(); err != nil {
+		setupLog.Error(err, "Invalid flags")
+		os.Exit(1)
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
@@ -78,6 +85,7 @@ func main() {
 		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
+		WebhookServer:           webhooks.server(),
 		LeaderElection:          enableLeaderElection,
 		LeaderElectionID:        "bindgate.scheduling.bindgate.dev",
 		LeaderElectionNamespace: leaderElectionNS,
@@ -99,6 +107,11 @@ func main() {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up the ready check")
+		os.Exit(1)
+	}
+
+	if err := setupWebhooks(ctx, mgr, &webhooks); err != nil {
+		setupLog.Error(err, "Unable to set up the webhooks")
 		os.Exit(1)
 	}
 
