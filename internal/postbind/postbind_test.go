@@ -1,0 +1,105 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package postbind
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+func TestPending(t *testing.T) {
+	p := &bindgatev1alpha1.BindingPolicy{Spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{
+		{Name: "audit"}, {Name: "cmdb"},
+	}}}
+	if got := Pending(p); got != "audit,cmdb" {
+		t.Errorf("Pending = %q", got)
+	}
+	if got := Pending(&bindgatev1alpha1.BindingPolicy{}); got != "" {
+		t.Errorf("Pending of a policy without hooks = %q", got)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		bindgatev1alpha1.PostBindPendingAnnotation: "audit, cmdb,,",
+	}}}
+	if got := PendingHooks(pod); strings.Join(got, "|") != "audit|cmdb" {
+		t.Errorf("PendingHooks = %q", got)
+	}
+	if got := ResultAnnotation("audit"); got != "postbind.scheduling.bindgate.dev/audit" {
+		t.Errorf("ResultAnnotation = %q", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	hook := func(url string) bindgatev1alpha1.PostBindWebhook {
+		return bindgatev1alpha1.PostBindWebhook{Name: "h", Webhook: bindgatev1alpha1.Webhook{URL: url}}
+	}
+	cases := map[string]struct {
+		spec      bindgatev1alpha1.BindingPolicySpec
+		allowLL   bool
+		wantOK    bool
+		wantInMsg string
+	}{
+		"no webhooks": {wantOK: true},
+		"good postBind": {
+			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://hooks.example/x")}}, wantOK: true,
+		},
+		"metadata postBind": {
+			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://169.254.169.254/")}},
+			wantInMsg: "spec.postBind[0] (h): url forbidden webhook destination: refusing to call link-local/metadata address 169.254.169.254",
+		},
+		"metadata allowed by flag": {
+			spec:    bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://169.254.169.254/")}},
+			allowLL: true, wantOK: true,
+		},
+		"IPv6 metadata bind webhook": {
+			spec:      bindgatev1alpha1.BindingPolicySpec{Bind: &bindgatev1alpha1.Bind{Webhook: &bindgatev1alpha1.Webhook{URL: "https://[fd00:ec2::254]/"}}},
+			wantInMsg: "spec.bind.webhook: url",
+		},
+		"junk CA bundle": {
+			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{{Name: "h",
+				Webhook: bindgatev1alpha1.Webhook{URL: "https://hooks.example/", CABundle: []byte("junk")}}}},
+			wantInMsg: "caBundle contains no valid PEM certificate",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reason, msg, ok := Validate(tc.allowLL)(&bindgatev1alpha1.BindingPolicy{Spec: tc.spec})
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v (%s: %s), want %v", ok, reason, msg, tc.wantOK)
+			}
+			if !ok && (reason != bindgatev1alpha1.ReasonInvalidWebhook || !strings.Contains(msg, tc.wantInMsg)) {
+				t.Errorf("got %s: %q, want InvalidWebhook containing %q", reason, msg, tc.wantInMsg)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	d := NewDispatcher(Options{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 5: time.Second, 30: time.Second} {
+		for range 50 {
+			if got := d.backoff(attempt); got < want/2 || got > want {
+				t.Fatalf("backoff(%d) = %s, want within [%s, %s]", attempt, got, want/2, want)
+			}
+		}
+	}
+}
