@@ -48,6 +48,7 @@ func main() {
 		probeAddr            string
 		enableLeaderElection bool
 		leaderElectionNS     string
+		pprofAddr            string
 		opts                 controllers.Options
 		webhooks             webhookOptions
 	)
@@ -59,6 +60,8 @@ func main() {
 		"Elect a leader so that only one replica runs the binding cycle at a time.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the leader election Lease (default: the operator's namespace).")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "",
+		"The address net/http/pprof is served on (e.g. localhost:6060); empty disables it.")
 	opts.BindFlags(flag.CommandLine)
 	webhooks.bindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
@@ -86,6 +89,7 @@ func main() {
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		WebhookServer:           webhooks.server(),
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          enableLeaderElection,
 		LeaderElectionID:        "bindgate.scheduling.bindgate.dev",
 		LeaderElectionNamespace: leaderElectionNS,

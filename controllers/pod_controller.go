@@ -149,7 +149,8 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // matchPolicy finds the pod's policy; with none, it says why on the pod.
 func (r *PodReconciler) matchPolicy(ctx context.Context, pod *corev1.Pod) (*bindgatev1alpha1.BindingPolicy, error) {
 	var policies bindgatev1alpha1.BindingPolicyList
-	if err := r.List(ctx, &policies); err != nil {
+	// Read-only use: skip the deep copy of every policy (and its status).
+	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing BindingPolicies: %w", err)
 	}
 	ns := &corev1.Namespace{}
@@ -157,6 +158,9 @@ func (r *PodReconciler) matchPolicy(ctx context.Context, pod *corev1.Pod) (*bind
 		return nil, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err)
 	}
 	pol, why := policy.Match(pod, ns.Labels, policies.Items)
+	if pol != nil {
+		pol = pol.DeepCopy() // the cycle may keep it; the cache's copy is shared
+	}
 	if pol == nil {
 		return nil, r.setMatched(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonNoPolicy, why)
 	}

@@ -25,10 +25,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
 	"github.com/bindgate/bindgate/internal/framework"
@@ -53,14 +51,13 @@ func (PolicyNodeSelector) Name() string { return "PolicyNodeSelector" }
 
 // Filter implements framework.FilterPlugin.
 func (PolicyNodeSelector) Filter(_ context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	if state.Policy == nil || state.Policy.Spec.NodeSelector == nil {
+	if state.PolicyNodeSelectorErr != nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("invalid policy nodeSelector: %v", state.PolicyNodeSelectorErr))
+	}
+	if state.PolicyNodeSelector == nil {
 		return nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(state.Policy.Spec.NodeSelector)
-	if err != nil {
-		return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("invalid policy nodeSelector: %v", err))
-	}
-	if !sel.Matches(labels.Set(ni.Node.Labels)) {
+	if !state.PolicyNodeSelector.Matches(labels.Set(ni.Node.Labels)) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPolicyNodeSelector)
 	}
 	return nil
@@ -74,8 +71,8 @@ type NodeAffinity struct{}
 func (NodeAffinity) Name() string { return "NodeAffinity" }
 
 // Filter implements framework.FilterPlugin.
-func (NodeAffinity) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(ni.Node)
+func (NodeAffinity) Filter(_ context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	ok, err := state.RequiredNodeAffinity.Match(ni.Node)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("evaluating node affinity: %w", err))
 	}

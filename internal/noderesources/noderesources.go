@@ -100,14 +100,14 @@ type resourceScore struct {
 	requested, allocated, allocatable []int64
 }
 
-func vectors(pod *corev1.Pod, state *framework.CycleState, ni *framework.NodeInfo, useRequested bool) resourceScore {
+func vectors(_ *corev1.Pod, state *framework.CycleState, ni *framework.NodeInfo, useRequested bool) resourceScore {
 	var podCPU, podMem int64
 	nodeCPU, nodeMem := ni.NonZeroMilliCPU, ni.NonZeroMemory
 	if useRequested {
 		podCPU, podMem = state.PodRequests.MilliCPU, state.PodRequests.Memory
 		nodeCPU, nodeMem = ni.Requested.MilliCPU, ni.Requested.Memory
 	} else {
-		podCPU, podMem = framework.NonZeroPodRequests(pod)
+		podCPU, podMem = state.NonZeroMilliCPU, state.NonZeroMemory
 	}
 	v := resourceScore{
 		allocatable: []int64{ni.Allocatable.MilliCPU, ni.Allocatable.Memory},

@@ -139,7 +139,7 @@ func TestScoreMatchesKubeScheduler(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := noderesources.Scorer{Strategy: tc.strategy}
-			state := &framework.CycleState{PodRequests: framework.PodRequests(tc.pod)}
+			state := framework.NewCycleState(nil, tc.pod)
 			var got []int64
 			for _, n := range tc.nodes {
 				score, st := s.Score(context.Background(), state, tc.pod, nodeInfo(n.alloc, n.existing...))

@@ -125,14 +125,14 @@ func (e *FitError) Error() string {
 func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
-	state := &framework.CycleState{Policy: policy, PodRequests: framework.PodRequests(pod)}
+	state := framework.NewCycleState(policy, pod)
 
 	res, held := s.Cache.Reserved(pod.UID)
 	if held && res.Policy != policy.Name {
 		// Reserved under another policy (the pod's labels or the policies
 		// changed): the reservation stays with its policy.
 		policy = s.policyByName(ctx, res.Policy, policy)
-		state.Policy = policy
+		state = framework.NewCycleState(policy, pod)
 	}
 	if !held {
 		out, err := s.reserve(ctx, state, pod)

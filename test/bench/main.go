@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Command bench measures bindgate against kube-scheduler v1.37.2 and the raw
 // pods/binding write ceiling on the same machine, each contender on a fresh
 // real control plane (etcd + kube-apiserver built from pinned modules), with
@@ -27,6 +26,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,17 +70,18 @@ type workload struct {
 }
 
 type result struct {
-	Contender   string
-	Workload    string
-	Rep         int
-	PodsPerSec  float64 // over the first-bind..last-bind window
-	Total       time.Duration
-	PeakRSSMiB  float64
+	Contender    string
+	Workload     string
+	Rep          int
+	PodsPerSec   float64 // over the first-bind..last-bind window
+	Total        time.Duration
+	PeakRSSMiB   float64
 	WritesPerPod float64
-	Writes      map[string]float64 // by resource/verb
-	P50, P99    time.Duration
-	Curve       []point // bound pods over time since the contender started
-	Err         string
+	Writes       map[string]float64 // by resource/verb
+	P50, P99     time.Duration
+	Curve        []point // bound pods over time since the contender started
+	Err          string
+	Phases       string // bindgate's mean time per extension point
 }
 
 type point struct {
@@ -97,6 +98,8 @@ func main() {
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
+		only2     = flag.String("contenders", "bindgate,kube-scheduler,raw-bind", "Comma-separated contenders to run.")
+		pprof     = flag.String("pprof", "", "Write a 20s CPU profile of bindgate's first run to this file.")
 	)
 	flag.Parse()
 	all := map[string]workload{
@@ -113,9 +116,11 @@ func main() {
 			os.Exit(2)
 		}
 		order = append(order, w.Name)
-		contenders := []string{Bindgate, KubeScheduler}
-		if w.Rate == 0 {
-			contenders = append(contenders, RawBind)
+		var contenders []string
+		for _, c := range strings.Split(*only2, ",") {
+			if c != RawBind || w.Rate == 0 {
+				contenders = append(contenders, c)
+			}
 		}
 		for rep := 1; rep <= *reps; rep++ {
 			// Alternate the order so drift on a noisy machine spreads evenly.
@@ -125,7 +130,11 @@ func main() {
 			}
 			for _, c := range cs {
 				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
-				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers})
+				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof})
+				*pprof = ""
+				if r.Phases != "" {
+					fmt.Printf("   phases: %s\n", r.Phases)
+				}
 				if r.Err != "" {
 					fmt.Printf("   error: %s\n", r.Err)
 				} else {
@@ -150,6 +159,7 @@ func main() {
 type runConfig struct {
 	bindgate, scheduler string
 	workers             int
+	pprof               string
 }
 
 type controlPlane struct {
@@ -343,7 +353,17 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	switch contender {
 	case Bindgate:
 		proc = exec.CommandContext(ctx, rc.bindgate, "--kubeconfig", cp.kubeconfig, "--leader-elect=false",
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
+			"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
+		if rc.pprof != "" {
+			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")
+			go func() {
+				time.Sleep(2 * time.Second)
+				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=15").CombinedOutput()
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "pprof: %v\n%s", err, out)
+				}
+			}()
+		}
 	case KubeScheduler:
 		cfgPath := filepath.Join(cp.dir, "scheduler.yaml")
 		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -389,6 +409,9 @@ leaderElection:
 	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
+	}
+	if contender == Bindgate {
+		res.Phases = phaseMeans(ctx)
 	}
 	after, err := writeCounts(ctx, cp.cs)
 	if err != nil {
@@ -529,4 +552,47 @@ func peakRSS(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// phaseMeans scrapes bindgate's metrics for the mean duration of each
+// extension point and of the bind calls.
+func phaseMeans(ctx context.Context) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:18080/metrics", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sums, counts := map[string]float64{}, map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, m := range []string{"bindgate_extension_point_duration_seconds", "bindgate_binding_duration_seconds", "bindgate_scheduling_duration_seconds"} {
+			for suffix, into := range map[string]map[string]float64{"_sum": sums, "_count": counts} {
+				if !strings.HasPrefix(line, m+suffix) {
+					continue
+				}
+				key := strings.TrimPrefix(m, "bindgate_")
+				if i := strings.Index(line, `extension_point="`); i >= 0 {
+					key = line[i+len(`extension_point="`):]
+					key = key[:strings.Index(key, `"`)]
+				}
+				f := strings.Fields(line)
+				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+				into[key] += v
+			}
+		}
+	}
+	var parts []string
+	for k, c := range counts {
+		if c > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1fms", k, 1000*sums[k]/c))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
