@@ -25,9 +25,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/testenv"
+	policywebhook "github.com/bindgate/bindgate/internal/webhooks/policy"
 )
 
 const (
@@ -153,6 +159,12 @@ func TestPermitTimeoutReject(t *testing.T) {
 	eventually(t, 5*time.Second, "reservation released", func() (bool, error) {
 		return len(getPolicy(t, pol).Status.Reservations) == 0, nil
 	})
+	// The rejected pod backs off (1s) before it takes a new reservation,
+	// although its own condition updates requeue it at once.
+	time.Sleep(400 * time.Millisecond)
+	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
+		t.Errorf("%d reservations during the backoff after the rejection", n)
+	}
 	eventually(t, 5*time.Second, "PermitTimeout event", func() (bool, error) {
 		return hasEvent(t, ns, "a", "PermitTimeout", "approved"), nil
 	})
@@ -218,5 +230,73 @@ func TestPermitInvalidExpression(t *testing.T) {
 	}
 	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
 		t.Errorf("%d reservations for an invalid policy", n)
+	}
+}
+
+// TestPolicyWebhookRefusesInvalidExpression serves the validating webhook
+// from the generated configuration in its own API server.
+func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts its own API server")
+	}
+	whEnv, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = whEnv.Stop() })
+	mgr, err := ctrl.NewManager(whEnv.Config, ctrl.Options{
+		Scheme:                 whEnv.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: whEnv.WebhookHost, Port: whEnv.WebhookPort, CertDir: whEnv.WebhookCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := policywebhook.Setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	policy := func(name, expr string) *bindgatev1alpha1.BindingPolicy {
+		p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		withPermit(approvedExpr, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject)(p)
+		p.Spec.Permit.Conditions = append(p.Spec.Permit.Conditions,
+			bindgatev1alpha1.PermitCondition{Name: "zone", Expression: expr})
+		return p
+	}
+	c := whEnv.Client
+	// failurePolicy is Fail: until the server answers, writes fail with a
+	// connection error. Wait for the first real verdict.
+	var createErr error
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		createErr = c.Create(ctx, policy("bad", `node.metadata.labels['zone'] ==`), client.DryRunAll)
+		return createErr != nil && strings.Contains(createErr.Error(), "invalid permit expression"), nil
+	}); err != nil {
+		t.Fatalf("the webhook never refused the policy; last error: %v", createErr)
+	}
+	if !strings.Contains(createErr.Error(), "spec.permit.conditions[1] (zone)") {
+		t.Errorf("refusal does not name the condition: %v", createErr)
+	}
+	if err := c.Create(ctx, policy("not-bool", `node.metadata.name`)); err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone): the expression must evaluate to a bool") {
+		t.Errorf("non-bool expression: err = %v", err)
+	}
+	good := policy("good", `node.metadata.labels[?'zone'].orValue('') == 'a'`)
+	if err := c.Create(ctx, good); err != nil {
+		t.Fatalf("valid policy refused: %v", err)
+	}
+	good.Spec.Permit.Conditions[1].Expression = `node.metadata.labels[`
+	if err := c.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone)") {
+		t.Errorf("update to an invalid expression: err = %v", err)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
@@ -70,7 +71,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		opts.Workers = 16
 	}
 	recorder := mgr.GetEventRecorder("bindgate")
-	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder}
+	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
@@ -87,6 +88,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Recorder:                 recorder,
 		Clock:                    opts.Clock,
 		Filters:                  scheduler.DefaultFilters(),
+		PermitPlugins:            permit.PluginsFor,
 		Binder:                   &bind.Binder{Client: mgr.GetClient()},
 		PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
 	}
@@ -100,6 +102,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("setting up the pod controller: %w", err)
 	}
 	return nil
+}
+
+// validatePolicy refuses a policy whose permit expressions do not compile:
+// its Ready condition turns False with reason InvalidExpression, and its pods
+// stay gated (PolicyNotReady) until it is fixed.
+func validatePolicy(p *bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool) {
+	if err := permit.Compile(p); err != nil {
+		return bindgatev1alpha1.ReasonInvalidExpression, err.Error(), false
+	}
+	return "", "", true
 }
 
 // revalidate is the ledger's conflict check: after another writer changed a

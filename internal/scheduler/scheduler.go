@@ -27,11 +27,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -74,6 +76,11 @@ type Scheduler struct {
 	PostBind    []framework.PostBindPlugin
 	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
 	PercentageOfNodesToScore int32
+
+	// permitHolds maps a pod UID to its permitHold after a permit timeout:
+	// the pod takes no new reservation before the hold ends, whatever
+	// events requeue it.
+	permitHolds sync.Map
 }
 
 // DefaultFilters are the Filter plugins in kube-scheduler's order.
@@ -135,6 +142,9 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		state = framework.NewCycleState(policy, pod)
 	}
 	if !held {
+		if wait := s.permitHoldOff(pod.UID); wait > 0 {
+			return Outcome{RequeueAfter: wait}, nil
+		}
 		out, err := s.reserve(ctx, state, pod)
 		if err != nil || out.Result != "" {
 			return out, err
@@ -362,6 +372,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	}
 	now := s.Clock.Now()
 	if len(pending) == 0 {
+		s.permitHolds.Delete(pod.UID)
 		s.observePermit(policy, metrics.PermitAllowed, reservedAt)
 		if err := s.setPermitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, "All permit conditions approved"); err != nil {
 			log.Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
@@ -418,12 +429,50 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recording the permit timeout", "pod", klog.KObj(pod))
 	}
+	// The pod takes no new reservation before the backoff ends, even when
+	// the condition and event writes above requeue it at once.
+	hold := s.holdAfterPermitTimeout(pod.UID)
 	if action == bindgatev1alpha1.PermitTimeoutRetry {
-		// Released; the controller requeues the pod with exponential backoff.
-		return Outcome{Result: metrics.ResultWaiting, Unschedulable: true}
+		return Outcome{Result: metrics.ResultWaiting, RequeueAfter: hold}
 	}
 	_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
-	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}
+	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: hold}
+}
+
+// permitHold is the backoff of a pod whose permit wait timed out.
+type permitHold struct {
+	until    time.Time
+	timeouts int
+}
+
+// holdAfterPermitTimeout starts the pod's backoff after a permit timeout:
+// 1s, 2s, 4s ... at most 5m, growing with each timeout in a row.
+func (s *Scheduler) holdAfterPermitTimeout(uid types.UID) time.Duration {
+	now := s.Clock.Now()
+	n := 0
+	if v, ok := s.permitHolds.Load(uid); ok {
+		n = v.(permitHold).timeouts
+	}
+	d := min(time.Second<<min(n, 9), 5*time.Minute)
+	s.permitHolds.Store(uid, permitHold{until: now.Add(d), timeouts: n + 1})
+	// Forget pods whose hold ended long ago (deleted, or bound elsewhere).
+	s.permitHolds.Range(func(k, v any) bool {
+		if now.Sub(v.(permitHold).until) > 15*time.Minute {
+			s.permitHolds.Delete(k)
+		}
+		return true
+	})
+	return d
+}
+
+// permitHoldOff returns how long the pod must still wait before it may
+// take a new reservation (0: it may).
+func (s *Scheduler) permitHoldOff(uid types.UID) time.Duration {
+	v, ok := s.permitHolds.Load(uid)
+	if !ok {
+		return 0
+	}
+	return max(v.(permitHold).until.Sub(s.Clock.Now()), 0)
 }
 
 func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result string, reservedAt time.Time) {
