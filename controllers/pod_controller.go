@@ -122,7 +122,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 
 	out, err := r.Scheduler.Schedule(ctx, pod, pol)
-	if out.Result != "" {
+	if out.Result != "" && out.Result != scheduler.ResultBinding {
 		metrics.ScheduleAttempts.WithLabelValues(out.Result, pol.Name).Inc()
 	}
 	if err != nil {
@@ -130,13 +130,10 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	switch {
+	case out.Result == scheduler.ResultBinding:
+		return ctrl.Result{}, nil // bindDone reports the end
 	case out.Result == metrics.ResultScheduled:
-		r.mu.Lock()
-		if t, ok := r.firstSeen[pod.UID]; ok {
-			metrics.SchedulingDuration.Observe(r.Clock.Since(t).Seconds())
-		}
-		r.mu.Unlock()
-		r.forget(req.NamespacedName, pod.UID)
+		r.bound(pod)
 		return ctrl.Result{}, nil
 	case out.Unschedulable:
 		r.markWaiting(req.NamespacedName)
@@ -144,6 +141,45 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	default:
 		return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 	}
+}
+
+// bound records a bound pod's metrics and forgets it.
+func (r *PodReconciler) bound(pod *corev1.Pod) {
+	r.mu.Lock()
+	if t, ok := r.firstSeen[pod.UID]; ok {
+		metrics.SchedulingDuration.Observe(r.Clock.Since(t).Seconds())
+	}
+	r.mu.Unlock()
+	r.forget(client.ObjectKeyFromObject(pod), pod.UID)
+}
+
+// bindDone is called when an asynchronous bind ends: a pod that did not
+// bind is requeued (after the delay the cycle asked for).
+func (r *PodReconciler) bindDone(pod *corev1.Pod, policy string, out scheduler.Outcome, err error) {
+	result := out.Result
+	if err != nil {
+		result = metrics.ResultError
+		ctrl.Log.WithName("bind").Error(err, "Bind failed", "pod", klog.KObj(pod))
+	}
+	if result != "" {
+		metrics.ScheduleAttempts.WithLabelValues(result, policy).Inc()
+	}
+	if result == metrics.ResultScheduled {
+		r.bound(pod)
+		return
+	}
+	delay := out.RequeueAfter
+	if err != nil || delay <= 0 {
+		delay = r.backoff(pod.UID)
+	}
+	key := &corev1.Pod{}
+	key.Namespace, key.Name = pod.Namespace, pod.Name
+	time.AfterFunc(delay, func() {
+		select {
+		case r.requeue <- event.GenericEvent{Object: key}:
+		default:
+		}
+	})
 }
 
 // matchPolicy finds the pod's policy; with none, it says why on the pod.

@@ -40,6 +40,8 @@ import (
 type Options struct {
 	// Workers is the number of pods cycled concurrently.
 	Workers int
+	// BindConcurrency bounds the asynchronous binds in flight.
+	BindConcurrency int
 	// PercentageOfNodesToScore overrides the adaptive node sample (0: adaptive).
 	PercentageOfNodesToScore int
 	// Clock is injectable for tests; nil means the real clock.
@@ -52,6 +54,8 @@ type Options struct {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindFlags(fs)
 	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
+	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
+		"Binds in flight at once: each reserved and permitted pod is bound in its own goroutine, as kube-scheduler's binding cycle is, so workers move on to the next pod.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
 }
@@ -69,6 +73,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 16
+	}
+	if opts.BindConcurrency <= 0 {
+		opts.BindConcurrency = 64
 	}
 	recorder := mgr.GetEventRecorder("bindgate")
 	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
@@ -98,6 +105,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	pods := &PodReconciler{
 		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,
 	}
+	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pod controller: %w", err)
 	}

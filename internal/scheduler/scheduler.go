@@ -76,6 +76,8 @@ type Scheduler struct {
 	PostBind    []framework.PostBindPlugin
 	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
 	PercentageOfNodesToScore int32
+	// Async, when set, runs binds in their own goroutines.
+	Async *AsyncBinder
 
 	// permitHolds maps a pod UID to its permitHold after a permit timeout:
 	// the pod takes no new reservation before the hold ends, whatever
@@ -132,6 +134,9 @@ func (e *FitError) Error() string {
 func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
+	if s.Async.Busy(pod.UID) {
+		return Outcome{}, nil // its bind is in flight and will report
+	}
 	state := framework.NewCycleState(policy, pod)
 
 	res, held := s.Cache.Reserved(pod.UID)
@@ -179,7 +184,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		log.V(4).Info("Waiting for other scheduling gates", "pod", klog.KObj(pod), "gates", others)
 		return Outcome{Result: metrics.ResultWaiting}, nil
 	}
-	return s.bind(ctx, state, pod, node)
+	return s.dispatchBind(ctx, state, pod, node)
 }
 
 func (s *Scheduler) policyByName(ctx context.Context, name string, fallback *bindgatev1alpha1.BindingPolicy) *bindgatev1alpha1.BindingPolicy {
