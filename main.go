@@ -72,6 +72,10 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
 
+	if err := opts.Validate(); err != nil {
+		setupLog.Error(err, "Invalid flags")
+		os.Exit(1)
+	}
 	if err := webhooks.validate(); err != nil {
 		setupLog.Error(err, "Invalid flags")
 		os.Exit(1)

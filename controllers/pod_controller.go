@@ -83,11 +83,14 @@ type PodReconciler struct {
 
 // wantsCycle says whether pod is one bindgate schedules.
 func (r *PodReconciler) wantsCycle(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || r.Cache.RecentlyBound(pod.UID) {
 		return false
 	}
 	if bind.HasGate(pod) || pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
 		return true
+	}
+	if _, ungatedByUs := pod.Annotations[bindgatev1alpha1.PolicyAnnotation]; ungatedByUs {
+		return true // ungated and pinned, but the bind did not happen (restart)
 	}
 	_, held := r.Cache.Reserved(pod.UID)
 	return held

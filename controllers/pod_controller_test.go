@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/controllers"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -291,7 +292,7 @@ func TestNoOvercommitUnderContention(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, 90*time.Second, "200 pods bound", func() (bool, error) { return countBound(t, ns) == 200, nil })
+	eventually(t, 20*time.Second, "200 pods bound", func() (bool, error) { return countBound(t, ns) == 200, nil })
 	eventually(t, 30*time.Second, "100 pods Unschedulable", func() (bool, error) {
 		n := 0
 		for _, p := range listPods(t, ns) {
@@ -314,8 +315,11 @@ func TestNoOvercommitUnderContention(t *testing.T) {
 // TestTwoManagers runs two operators at once (no leader election) on the
 // same pods: each pod is bound once and no node is overcommitted.
 func TestTwoManagers(t *testing.T) {
-	startManager(t, 8)
-	startManager(t, 8)
+	// Without leader election, every reservation must be durable: the
+	// ledger's optimistic concurrency is what serialises the replicas.
+	durable := func(o *controllers.Options) { o.DurableReservations = controllers.DurableAlways }
+	startManager(t, 8, durable)
+	startManager(t, 8, durable)
 	pname := uniq("twomgr")
 	pool(t, pname)
 	for range 3 {

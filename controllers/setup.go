@@ -42,6 +42,8 @@ type Options struct {
 	Workers int
 	// BindConcurrency bounds the asynchronous binds in flight.
 	BindConcurrency int
+	// DurableReservations is "always" or "waiting" (see the flag).
+	DurableReservations string
 	// PercentageOfNodesToScore overrides the adaptive node sample (0: adaptive).
 	PercentageOfNodesToScore int
 	// Clock is injectable for tests; nil means the real clock.
@@ -54,6 +56,8 @@ type Options struct {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindFlags(fs)
 	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
+	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableWaiting,
+		"Which reservations are recorded in the policy's status before the pod goes on: waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, with leader election keeping a single active replica) or always (every one; the ledger's optimistic concurrency then also keeps replicas running without leader election from double-booking).")
 	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
 		"Binds in flight at once: each reserved and permitted pod is bound in its own goroutine, as kube-scheduler's binding cycle is, so workers move on to the next pod.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
@@ -64,6 +68,21 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // managedFields are stripped from every object.
 func CacheOptions() crcache.Options {
 	return crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()}
+}
+
+// Values of --durable-reservations.
+const (
+	DurableWaiting = "waiting"
+	DurableAlways  = "always"
+)
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	switch o.DurableReservations {
+	case "", DurableWaiting, DurableAlways:
+		return nil
+	}
+	return fmt.Errorf("--durable-reservations=%q: want waiting or always", o.DurableReservations)
 }
 
 // SetupWithManager registers every controller with mgr.
@@ -105,6 +124,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	pods := &PodReconciler{
 		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,
 	}
+	sched.DurableAlways = opts.DurableReservations == DurableAlways
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pod controller: %w", err)

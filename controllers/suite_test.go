@@ -69,7 +69,7 @@ func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, nameSeq.Ad
 
 // startManager runs the operator's controllers against the test API server
 // until the returned stop function is called (or the test ends).
-func startManager(t *testing.T, workers int) (stop func()) {
+func startManager(t *testing.T, workers int, mutate ...func(*controllers.Options)) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -84,7 +84,11 @@ func startManager(t *testing.T, workers int) (stop func()) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Workers: workers}); err != nil {
+	opts := controllers.Options{Workers: workers}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

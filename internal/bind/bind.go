@@ -73,12 +73,18 @@ func HasGate(pod *corev1.Pod) bool {
 
 // Ungate removes bindgate's gate and, unless the pod names bindgate as its
 // scheduler, pins it to node with a kubernetes.io/hostname nodeSelector, in
-// one optimistic-locked patch. pod is updated in place.
-func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node) error {
+// one optimistic-locked patch that also records the policy in the pod's
+// annotations (so a restart between this patch and the bind resumes the
+// pod). pod is updated in place.
+func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node, policy string) error {
 	if !HasGate(pod) {
 		return nil
 	}
 	base := pod.DeepCopy()
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[bindgatev1alpha1.PolicyAnnotation] = policy
 	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
 		return g.Name == bindgatev1alpha1.SchedulingGate
 	})

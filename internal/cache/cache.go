@@ -23,6 +23,7 @@ limitations under the License.
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -239,6 +240,19 @@ func (c *Cache) Reservations() []Reservation {
 	return out
 }
 
+// ErrBound means the pod is bound (or was bound by this process a moment ago
+// and the informer has not caught up yet).
+var ErrBound = errors.New("the pod is already bound")
+
+// RecentlyBound says whether this process bound the pod and the informer has
+// not shown the bind yet: a stale read of the pod must not start a cycle.
+func (c *Cache) RecentlyBound(uid types.UID) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.pods[uid]
+	return ok && (e.bound || (!e.reserved && !e.releasedAt.IsZero()))
+}
+
 // UnfitError says why a reservation could not be taken.
 type UnfitError struct{ Reasons []string }
 
@@ -249,7 +263,10 @@ func (e *UnfitError) Error() string { return strings.Join(e.Reasons, ", ") }
 func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, policy *bindgatev1alpha1.BindingPolicy) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.pods[pod.UID]; ok && (e.reserved || e.bound) {
+	if e, ok := c.pods[pod.UID]; ok && e.counted() {
+		if !e.reserved {
+			return fmt.Errorf("pod %s was bound to node %s: %w", e.key, e.node, ErrBound)
+		}
 		if e.node == node {
 			return nil
 		}

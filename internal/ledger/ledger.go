@@ -29,6 +29,7 @@ import (
 	"sort"
 	"sync"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -208,7 +209,11 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 			}
 		}
 		next := cur.DeepCopy()
-		apply(&next.Status, ops, results)
+		if !apply(&next.Status, ops, results) {
+			// Nothing to write: e.g. the release of a reservation that was
+			// never recorded (held in memory only) or already gone.
+			return cur, results
+		}
 		err := l.client.Status().Update(ctx, next)
 		if err == nil {
 			l.mu.Lock()
@@ -234,21 +239,29 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 }
 
 // apply applies ops whose result is still nil to status and recomputes the
-// status totals.
-func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) {
+// status totals. It reports whether the reservations changed.
+func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) bool {
 	byUID := make(map[types.UID]bindgatev1alpha1.Reservation, len(status.Reservations)+len(ops))
 	for _, r := range status.Reservations {
 		byUID[r.PodUID] = r
 	}
+	changed := false
 	for i, o := range ops {
 		if results != nil && results[i] != nil {
 			continue
 		}
 		if o.add != nil {
+			if old, ok := byUID[o.add.PodUID]; !ok || !apiequality.Semantic.DeepEqual(old, *o.add) {
+				changed = true
+			}
 			byUID[o.add.PodUID] = *o.add
-		} else {
+		} else if _, ok := byUID[o.remove]; ok {
+			changed = true
 			delete(byUID, o.remove)
 		}
+	}
+	if !changed {
+		return false
 	}
 	status.Reservations = status.Reservations[:0]
 	for _, r := range byUID {
@@ -265,6 +278,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		return a.PodName < b.PodName
 	})
 	Totals(status)
+	return true
 }
 
 // Totals recomputes reservedPods, reserved and waitingPods from reservations.

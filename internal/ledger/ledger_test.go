@@ -103,6 +103,7 @@ func TestApply(t *testing.T) {
 			for _, r := range tc.start {
 				st.Reservations = append(st.Reservations, *r)
 			}
+			Totals(st)
 			apply(st, tc.ops, tc.results)
 			if diff := cmp.Diff(tc.want, summarize(st)); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)

@@ -1,0 +1,158 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/framework"
+)
+
+func testNode(name, cpu string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}}}
+}
+
+func testPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+}
+
+var testPolicy = &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+
+func requestedCPU(c *Cache, node string) int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.nodes[node].Requested.MilliCPU
+}
+
+// TestConcurrentReserveNeverOvercommits: 64 goroutines reserve 100m pods on
+// a 4-CPU node; exactly 40 succeed.
+func TestConcurrentReserveNeverOvercommits(t *testing.T) {
+	c := New(nil)
+	c.UpsertNode(testNode("n1", "4"))
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := testPod(fmt.Sprintf("p%d", i), "100m")
+			if c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) == nil {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 40 || requestedCPU(c, "n1") != 4000 {
+		t.Fatalf("%d reservations, %dm requested; want 40 and 4000m", ok.Load(), requestedCPU(c, "n1"))
+	}
+}
+
+// TestBindLifecycleCountsOnce walks a pod through reserve, bind, a stale
+// re-reserve, the informer's bind and termination, checking the node's
+// requested cpu at each step.
+func TestBindLifecycleCountsOnce(t *testing.T) {
+	c := New(nil)
+	c.UpsertNode(testNode("n1", "4"))
+	p := testPod("a", "1")
+	steps := []struct {
+		name    string
+		do      func() error
+		wantCPU int64
+		wantErr error
+	}{
+		{"reserve", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, nil},
+		{"reserve again is idempotent", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, nil},
+		{"bound: still counted until the informer shows it", func() error { c.Unreserve(p.UID, true); return nil }, 1000, nil},
+		{"a stale read reserving again is refused", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, ErrBound},
+		{"informer shows the bind", func() error {
+			b := p.DeepCopy()
+			b.Spec.NodeName = "n1"
+			c.UpsertPod(b)
+			return nil
+		}, 1000, nil},
+		{"pod terminates", func() error {
+			b := p.DeepCopy()
+			b.Spec.NodeName = "n1"
+			b.Status.Phase = corev1.PodSucceeded
+			c.UpsertPod(b)
+			return nil
+		}, 0, nil},
+	}
+	for _, s := range steps {
+		err := s.do()
+		if !errors.Is(err, s.wantErr) {
+			t.Fatalf("%s: err = %v, want %v", s.name, err, s.wantErr)
+		}
+		if got := requestedCPU(c, "n1"); got != s.wantCPU {
+			t.Fatalf("%s: requested %dm, want %dm", s.name, got, s.wantCPU)
+		}
+	}
+}
+
+func TestUnreserveWithoutBindFreesAtOnce(t *testing.T) {
+	c := New(nil)
+	c.UpsertNode(testNode("n1", "4"))
+	p := testPod("a", "3")
+	if err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy); err != nil {
+		t.Fatal(err)
+	}
+	c.Unreserve(p.UID, false)
+	c.Unreserve(p.UID, false) // idempotent
+	if got := requestedCPU(c, "n1"); got != 0 {
+		t.Fatalf("requested %dm after unreserve, want 0", got)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	c := New(nil)
+	c.UpsertNode(testNode("n1", "8"))
+	pol := testPolicy.DeepCopy()
+	pol.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	a, b := testPod("a", "1500m"), testPod("b", "1")
+	if err := c.Reserve(a, framework.PodRequests(a), "n1", pol); err != nil {
+		t.Fatal(err)
+	}
+	var unfit *UnfitError
+	if err := c.Reserve(b, framework.PodRequests(b), "n1", pol); !errors.As(err, &unfit) {
+		t.Fatalf("err = %v, want the budget to refuse", err)
+	}
+}
+
+func TestNumFeasibleNodesToFind(t *testing.T) {
+	for nodes, want := range map[int]int{50: 50, 100: 100, 500: 230, 5000: 500, 20000: 1000} {
+		if got := NumFeasibleNodesToFind(nodes, 0); got != want {
+			t.Errorf("NumFeasibleNodesToFind(%d) = %d, want %d", nodes, got, want)
+		}
+	}
+	if got := NumFeasibleNodesToFind(5000, 100); got != 5000 {
+		t.Errorf("percentage 100: got %d", got)
+	}
+}
