@@ -31,6 +31,7 @@ import (
 
 	"github.com/bindgate/bindgate/internal/webhooks/certs"
 	"github.com/bindgate/bindgate/internal/webhooks/podgate"
+	policywebhook "github.com/bindgate/bindgate/internal/webhooks/policy"
 )
 
 // Webhook certificate modes.
@@ -73,7 +74,10 @@ func (o *webhookOptions) server() webhook.Server {
 // server (the first registration starts it, so it runs only once a serving
 // certificate exists).
 func registerWebhooks(mgr ctrl.Manager) error {
-	return podgate.Setup(mgr)
+	if err := podgate.Setup(mgr); err != nil {
+		return err
+	}
+	return policywebhook.Setup(mgr)
 }
 
 // setupWebhooks wires the webhook server per --webhook-cert-mode and a

@@ -76,9 +76,9 @@ type PostBindReconciler struct {
 	Dispatcher *postbind.Dispatcher
 }
 
-// Signing secrets are read only in the operator's namespace; the Helm chart
-// grants this through a namespaced Role.
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// Signing secrets are read only in the operator's namespace. That right is
+// granted by a namespaced Role (config/rbac/leader_election_role.yaml, the
+// chart's leader-election Role), never by the ClusterRole: no marker here.
 
 // Reconcile queues the pod's pending hooks.
 func (r *PostBindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
