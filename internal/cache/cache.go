@@ -38,6 +38,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/noderesources"
 )
 
@@ -154,8 +155,12 @@ func isTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// account adds (sign +1) or removes (-1) e's requests from its node and policy.
+// account adds (sign +1) or removes (-1) e's requests from its node and
+// policy, and a held reservation from the bindgate_reservations gauge.
 func (c *Cache) account(e *entry, sign int64) {
+	if e.reserved {
+		metrics.Reservations.WithLabelValues(e.policy).Add(float64(sign))
+	}
 	if ni, ok := c.nodes[e.node]; ok {
 		ni.AddPod(e.req, e.nzCPU, e.nzMem, sign)
 	}
@@ -368,6 +373,7 @@ func (c *Cache) Unreserve(uid types.UID, bound bool) {
 	if !ok || !e.reserved || e.bound {
 		return
 	}
+	metrics.Reservations.WithLabelValues(e.policy).Dec()
 	e.reserved = false
 	if bound {
 		e.releasedAt = c.clock.Now()

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
 )
 
 func testNode(name, cpu string) *corev1.Node {
@@ -121,13 +123,20 @@ func TestUnreserveWithoutBindFreesAtOnce(t *testing.T) {
 	c := New(nil)
 	c.UpsertNode(testNode("n1", "4"))
 	p := testPod("a", "3")
-	if err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy); err != nil {
+	pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gauge"}}
+	if err := c.Reserve(p, framework.PodRequests(p), "n1", pol); err != nil {
 		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(metrics.Reservations.WithLabelValues("gauge")); got != 1 {
+		t.Fatalf("bindgate_reservations{policy=gauge} = %v, want 1", got)
 	}
 	c.Unreserve(p.UID, false)
 	c.Unreserve(p.UID, false) // idempotent
 	if got := requestedCPU(c, "n1"); got != 0 {
 		t.Fatalf("requested %dm after unreserve, want 0", got)
+	}
+	if got := testutil.ToFloat64(metrics.Reservations.WithLabelValues("gauge")); got != 0 {
+		t.Fatalf("bindgate_reservations{policy=gauge} = %v after unreserve, want 0", got)
 	}
 }
 
