@@ -73,6 +73,20 @@ test-unit: ## Unit tests only (no control plane).
 build: ## Build the operator binary into bin/.
 	$(GO) build -o $(LOCALBIN)/bindgate .
 
+.PHONY: docker-build
+docker-build: ## Build the operator image $(IMG) from the Dockerfile (needs a Docker engine).
+	docker build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image $(IMG).
+	docker push $(IMG)
+
+.PHONY: build-installer
+build-installer: manifests $(KUBECTL) ## Render config/default, with image $(IMG), into dist/install.yaml: one file to kubectl apply.
+	@mkdir -p dist
+	$(KUBECTL) kustomize config/default | sed -e 's|image: ghcr.io/bindgate/bindgate:0.1.0|image: $(IMG)|' > dist/install.yaml
+	@echo ">> wrote dist/install.yaml (image $(IMG))"
+
 .PHONY: run
 run: manifests ## Run the operator against the current kubeconfig.
 	$(GO) run . --leader-elect=false
