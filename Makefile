@@ -56,11 +56,11 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: fmt vet verify lint control-plane ## The one test command: checks, unit and envtest suites.
+test: fmt vet verify lint control-plane build $(KWOK) ## The one test command: checks, unit and envtest suites.
 	$(GO) test $(GOTEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-e2e
-test-e2e: control-plane ## Install tests: helm lint/template/install/upgrade/uninstall, kustomize builds.
+test-e2e: control-plane build $(KWOK) ## Install tests and the playground run: helm lint/template/install/upgrade/uninstall, kustomize builds.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
 .PHONY: test-unit
@@ -140,3 +140,12 @@ clean: ## Remove built binaries.
 .PHONY: bench
 bench: build control-plane $(KUBE_SCHEDULER) ## Benchmark bindgate against kube-scheduler and the raw bind ceiling (writes docs/benchmarks.md).
 	$(GO) run ./test/bench $(BENCH_ARGS)
+
+##@ Playground
+
+NODES ?= 20
+PODS ?= 10
+
+.PHONY: playground
+playground: build control-plane $(KWOK) ## Run bindgate on a local control plane with NODES kwok nodes and a guided demo (PLAYGROUND_ARGS=--headless to run without a terminal).
+	$(GO) run ./test/playground --nodes=$(NODES) --pods=$(PODS) $(PLAYGROUND_ARGS)
