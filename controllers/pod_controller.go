@@ -292,6 +292,17 @@ func (r *PodReconciler) wakeWaiting() {
 	}
 }
 
+// wake requeues one pod (dropped when the channel is full: the pod then
+// requeues on its own timer).
+func (r *PodReconciler) wake(key types.NamespacedName) {
+	p := &corev1.Pod{}
+	p.Namespace, p.Name = key.Namespace, key.Name
+	select {
+	case r.requeue <- event.GenericEvent{Object: p}:
+	default:
+	}
+}
+
 // onPodEvent keeps the cache current and releases reservations of pods that
 // are gone or bound.
 func (r *PodReconciler) onPodEvent(obj any, deleted bool) {

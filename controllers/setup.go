@@ -30,6 +30,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/bindhook"
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/permit"
@@ -114,7 +115,6 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Recorder:                 recorder,
 		Clock:                    opts.Clock,
 		Filters:                  scheduler.DefaultFilters(),
-		PermitPlugins:            permit.PluginsFor,
 		Binder:                   &bind.Binder{Client: mgr.GetClient()},
 		PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
 	}
@@ -124,6 +124,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	pods := &PodReconciler{
 		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,
 	}
+	// Permit conditions share the outbound webhook client of bind and
+	// postBind; an ended webhook call requeues its pod at once.
+	permits := &permit.Builder{Client: mgr.GetClient(), Wake: pods.wake}
+	if caller, ok := sched.BindWebhook.(*bindhook.Caller); ok {
+		permits.Webhooks = caller.Client
+	}
+	sched.PermitPlugins = permits.PluginsFor
 	sched.DurableAlways = opts.DurableReservations == DurableAlways
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(ctx, mgr); err != nil {

@@ -32,7 +32,6 @@ import (
 	"github.com/google/cel-go/cel"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 
@@ -178,46 +177,6 @@ func isNilPointer(obj any) bool {
 		return o == nil
 	}
 	return false
-}
-
-type cacheKey struct {
-	uid        types.UID
-	generation int64
-}
-
-// cache holds the plugins of each policy generation.
-var cache = struct {
-	sync.Mutex
-	m map[cacheKey][]framework.PermitPlugin
-}{m: map[cacheKey][]framework.PermitPlugin{}}
-
-// PluginsFor returns the permit plugins of the policy: one per expression
-// condition (gang, volumes and webhook conditions are handled elsewhere).
-// Expressions are compiled once per policy UID and generation.
-func PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin {
-	if policy == nil || policy.Spec.Permit == nil || len(policy.Spec.Permit.Conditions) == 0 {
-		return nil
-	}
-	key := cacheKey{uid: policy.UID, generation: policy.Generation}
-	cache.Lock()
-	defer cache.Unlock()
-	if p, ok := cache.m[key]; ok {
-		return p
-	}
-	var plugins []framework.PermitPlugin
-	for _, c := range policy.Spec.Permit.Conditions {
-		if c.Expression != "" {
-			plugins = append(plugins, NewExpression(c.Name, c.Expression))
-		}
-	}
-	// Drop older generations of the same policy.
-	for k := range cache.m {
-		if k.uid == policy.UID {
-			delete(cache.m, k)
-		}
-	}
-	cache.m[key] = plugins
-	return plugins
 }
 
 // Timeout is the policy's permit timeout (default 30s).
