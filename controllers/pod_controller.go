@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +47,7 @@ import (
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
@@ -303,6 +305,29 @@ func (r *PodReconciler) wake(key types.NamespacedName) {
 	}
 }
 
+// onClaimEvent requeues the pods that use a claim that changed: their
+// volumes permit condition may now approve (or reject).
+func (r *PodReconciler) onClaimEvent(ctx context.Context, obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(pvc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !r.wantsCycle(pod) || !slices.Contains(permit.ClaimNames(pod), pvc.Name) {
+			continue
+		}
+		r.wake(client.ObjectKeyFromObject(pod))
+	}
+}
+
 // onPodEvent keeps the cache current and releases reservations of pods that
 // are gone or bound.
 func (r *PodReconciler) onPodEvent(obj any, deleted bool) {
@@ -436,6 +461,18 @@ func (r *PodReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) 
 		DeleteFunc: func(any) { r.wakeWaiting() },
 	}); err != nil {
 		return fmt.Errorf("watching policies: %w", err)
+	}
+
+	pvcInf, err := informers.GetInformer(ctx, &corev1.PersistentVolumeClaim{})
+	if err != nil {
+		return fmt.Errorf("getting the claim informer: %w", err)
+	}
+	if _, err := pvcInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.onClaimEvent(ctx, o) },
+		UpdateFunc: func(_, o any) { r.onClaimEvent(ctx, o) },
+		DeleteFunc: func(o any) { r.onClaimEvent(ctx, o) },
+	}); err != nil {
+		return fmt.Errorf("watching claims: %w", err)
 	}
 
 	if err := mgr.Add(&loader{r: r, cache: informers}); err != nil {

@@ -27,6 +27,10 @@ import (
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
+// VolumeFilter is the Filter plugin of bound volumes' node affinity,
+// reading with the Builder's client.
+func (b *Builder) VolumeFilter() VolumeFilter { return VolumeFilter{Client: b.Client} }
+
 // Builder makes the permit plugins of policies and holds what they share:
 // the outbound webhook client, the API client volumes and gangs read with,
 // and the state of webhook calls in flight. Create one per process.
@@ -44,6 +48,7 @@ type Builder struct {
 	mu    sync.Mutex
 	cache map[cacheKey][]framework.PermitPlugin
 	calls map[callKey]*callEntry
+	seen  map[types.UID]*seenClaims // claims a pod's volumes condition saw
 }
 
 type cacheKey struct {
@@ -81,6 +86,8 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 		switch {
 		case c.Expression != "":
 			plugins = append(plugins, NewExpression(c.Name, c.Expression))
+		case c.Volumes != nil:
+			plugins = append(plugins, &Volumes{b: b, name: c.Name})
 		case c.Webhook != nil:
 			plugins = append(plugins, &Webhook{b: b, name: c.Name, policy: policy.Name, wh: *c.Webhook.DeepCopy()})
 		}
