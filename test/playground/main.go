@@ -82,6 +82,7 @@ func main() {
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	teardownWithParent()
 	defer stop()
 	pg := &playground{opts: o, start: time.Now()}
 	err := pg.run(ctx)
