@@ -131,6 +131,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		permits.Webhooks = caller.Client
 	}
 	sched.PermitPlugins = permits.PluginsFor
+	sched.Wake = pods.wake
 	sched.Filters = append(sched.Filters, permits.VolumeFilter())
 	sched.DurableAlways = opts.DurableReservations == DurableAlways
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)

@@ -17,8 +17,11 @@ limitations under the License.
 package permit
 
 import (
+	"context"
 	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,6 +89,8 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 		switch {
 		case c.Expression != "":
 			plugins = append(plugins, NewExpression(c.Name, c.Expression))
+		case c.Gang != nil:
+			plugins = append(plugins, Gang{name: c.Name})
 		case c.Volumes != nil:
 			plugins = append(plugins, &Volumes{b: b, name: c.Name})
 		case c.Webhook != nil:
@@ -100,4 +105,19 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 	}
 	b.cache[key] = plugins
 	return plugins
+}
+
+// Gang is the permit plugin of the gang condition. Its members are reserved
+// all-or-nothing before Permit (see the scheduler's gang step), so a member
+// that holds a reservation belongs to a gang that was placed: it approves.
+type Gang struct{ name string }
+
+var _ framework.PermitPlugin = Gang{}
+
+// Name is the condition's name.
+func (g Gang) Name() string { return g.name }
+
+// Permit approves: the gang was reserved together.
+func (Gang) Permit(context.Context, *framework.CycleState, *corev1.Pod, *corev1.Node) (*framework.Status, time.Duration) {
+	return nil, 0
 }

@@ -134,7 +134,7 @@ func TestPluginsForCachesPerGeneration(t *testing.T) {
 		Name: "gang", Gang: &bindgatev1alpha1.GangCondition{MinMember: 2},
 	})
 	a := permit.PluginsFor(p)
-	if len(a) != 2 || a[0].Name() != "first" || a[1].Name() != "second" {
+	if len(a) != 3 || a[0].Name() != "first" || a[1].Name() != "second" || a[2].Name() != "gang" {
 		t.Fatalf("plugins = %v", a)
 	}
 	if b := permit.PluginsFor(p); b[0] != a[0] {

@@ -85,6 +85,12 @@ type Scheduler struct {
 	// concurrency is then what keeps them from double-booking a node.
 	DurableAlways bool
 
+	// Wake, when set, requeues a pod at once (members of a gang reserved
+	// together).
+	Wake func(types.NamespacedName)
+	// gangMu serialises the all-or-nothing reservation of gangs.
+	gangMu sync.Mutex
+
 	// permitHolds maps a pod UID to its permitHold after a permit timeout:
 	// the pod takes no new reservation before the hold ends, whatever
 	// events requeue it.
@@ -156,11 +162,16 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		if wait := s.permitHoldOff(pod.UID); wait > 0 {
 			return Outcome{RequeueAfter: wait}, nil
 		}
-		out, err := s.reserve(ctx, state, pod)
-		if err != nil || out.Result != "" {
+		if out, done, err := s.gangReserve(ctx, state, pod); done || err != nil {
 			return out, err
 		}
-		res, _ = s.Cache.Reserved(pod.UID)
+		if res, held = s.Cache.Reserved(pod.UID); !held {
+			out, err := s.reserve(ctx, state, pod)
+			if err != nil || out.Result != "" {
+				return out, err
+			}
+			res, _ = s.Cache.Reserved(pod.UID)
+		}
 	}
 	node, ok := s.Cache.Node(res.Node)
 	if !ok {

@@ -1,0 +1,131 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+func withGang(minMember int32) func(*bindgatev1alpha1.BindingPolicy) {
+	return func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.Permit = &bindgatev1alpha1.Permit{
+			Timeout:    &metav1.Duration{Duration: 60 * time.Second},
+			Conditions: []bindgatev1alpha1.PermitCondition{{Name: "gang", Gang: &bindgatev1alpha1.GangCondition{MinMember: minMember}}},
+		}
+	}
+}
+
+// TestPermitGangAllOrNothing: a gang of 4 with room for 3 reserves none and
+// says why on every member; once room is freed, all 4 bind.
+func TestPermitGangAllOrNothing(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("gang")
+	pool(t, pol, withGang(4))
+	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t) // 4 CPU
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	// A pod bound outside bindgate takes 1 CPU: room for 3.
+	blocker := newPod(ns, "blocker").req(corev1.ResourceCPU, "1").p.DeepCopy()
+	blocker.Spec.SchedulingGates = nil
+	blocker.Spec.NodeName = node.Name
+	if err := env.Client.Create(context.Background(), blocker); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		newPod(ns, fmt.Sprintf("m%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "batch-7").
+			req(corev1.ResourceCPU, "1").create(t)
+	}
+	eventually(t, 10*time.Second, "every member says why", func() (bool, error) {
+		for i := range 4 {
+			if !strings.Contains(permittedMessage(t, ns, fmt.Sprintf("m%d", i)), "gang: gang batch-7: only 3/4 members fit, none reserved") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
+		t.Fatalf("%d reservations for a gang that does not fit", n)
+	}
+	if n := countBound(t, ns); n != 1 {
+		t.Fatalf("%d pods bound, want only the blocker", n)
+	}
+
+	if err := env.Client.Delete(context.Background(), blocker, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "all 4 members bound", func() (bool, error) {
+		return countBound(t, ns) == 4, nil
+	})
+	assertNoOvercommit(t)
+}
+
+// TestPermitGangsCompete: two gangs of 3 compete for room for 4: one binds
+// fully, the other waits with no member reserved.
+func TestPermitGangsCompete(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("gangs")
+	pool(t, pol, withGang(3))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t) // 4 CPU
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	for i := range 3 {
+		for _, g := range []string{"x", "y"} {
+			newPod(ns, fmt.Sprintf("%s%d", g, i)).policy(pol).label(bindgatev1alpha1.GroupLabel, g).
+				req(corev1.ResourceCPU, "1").create(t)
+		}
+	}
+	eventually(t, 15*time.Second, "one gang bound, the other waiting", func() (bool, error) {
+		bound := map[string]int{}
+		for _, p := range listPods(t, ns) {
+			if p.Spec.NodeName != "" {
+				bound[p.Labels[bindgatev1alpha1.GroupLabel]]++
+			}
+		}
+		if bound["x"]+bound["y"] != 3 || (bound["x"] != 3 && bound["y"] != 3) {
+			return false, nil
+		}
+		loser := "x"
+		if bound["x"] == 3 {
+			loser = "y"
+		}
+		for i := range 3 {
+			if !strings.Contains(permittedMessage(t, ns, fmt.Sprintf("%s%d", loser, i)), "none reserved") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := countBound(t, ns); n != 3 {
+		t.Errorf("%d pods bound, want 3 (one whole gang)", n)
+	}
+	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
+		t.Errorf("%d reservations held by the waiting gang", n)
+	}
+	assertNoOvercommit(t)
+}
