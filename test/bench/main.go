@@ -78,6 +78,8 @@ type result struct {
 	PeakRSSMiB   float64
 	WritesPerPod float64
 	Writes       map[string]float64 // by resource/verb
+	// WriteLatency is the API server's mean time per write, by resource/verb.
+	WriteLatency map[string]float64
 	P50, P99     time.Duration
 	Curve        []point // bound pods over time since the contender started
 	Err          string
@@ -135,6 +137,14 @@ func main() {
 				if r.Phases != "" {
 					fmt.Printf("   phases: %s\n", r.Phases)
 				}
+				var lat []string
+				for k, v := range r.WriteLatency {
+					if r.Writes[k] >= 0.5 {
+						lat = append(lat, fmt.Sprintf("%s %.1fms", k, 1000*v))
+					}
+				}
+				sort.Strings(lat)
+				fmt.Printf("   API server time per write: %s\n", strings.Join(lat, ", "))
 				if r.Err != "" {
 					fmt.Printf("   error: %s\n", r.Err)
 				} else {
@@ -418,8 +428,15 @@ leaderElection:
 		return fail(err)
 	}
 	res.Writes = map[string]float64{}
+	res.WriteLatency = map[string]float64{}
 	var total float64
 	for k, v := range after {
+		if strings.HasPrefix(k, "seconds ") {
+			continue
+		}
+		if n := v - before[k]; n > 0 {
+			res.WriteLatency[k] = (after["seconds "+k] - before["seconds "+k]) / n
+		}
 		d := v - before[k]
 		if strings.HasPrefix(k, "POST pods") && !strings.Contains(k, "/binding") && w.Rate > 0 {
 			d -= float64(want) // the stream's own pod creations
@@ -505,10 +522,16 @@ func writeCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		prefix := ""
+		for _, m := range []string{"apiserver_request_total{", "apiserver_request_duration_seconds_sum{"} {
+			if strings.HasPrefix(line, m) {
+				prefix = m
+			}
+		}
+		if prefix == "" {
 			continue
 		}
-		labels := parseLabels(line[len("apiserver_request_total{"):strings.LastIndex(line, "}")])
+		labels := parseLabels(line[len(prefix):strings.LastIndex(line, "}")])
 		verb := labels["verb"]
 		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY" {
 			continue
@@ -521,6 +544,9 @@ func writeCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float
 		key := verb + " " + labels["resource"]
 		if labels["subresource"] != "" {
 			key += "/" + labels["subresource"]
+		}
+		if prefix != "apiserver_request_total{" {
+			key = "seconds " + key
 		}
 		out[key] += v
 	}
