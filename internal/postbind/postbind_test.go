@@ -74,6 +74,12 @@ func TestValidate(t *testing.T) {
 			spec:      bindgatev1alpha1.BindingPolicySpec{Bind: &bindgatev1alpha1.Bind{Webhook: &bindgatev1alpha1.Webhook{URL: "https://[fd00:ec2::254]/"}}},
 			wantInMsg: "spec.bind.webhook: url",
 		},
+		"metadata permit webhook": {
+			spec: bindgatev1alpha1.BindingPolicySpec{Permit: &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{{
+				Name: "approver", Webhook: &bindgatev1alpha1.PermitWebhook{Webhook: bindgatev1alpha1.Webhook{URL: "https://169.254.169.254/permit"}},
+			}}}},
+			wantInMsg: "spec.permit.conditions[0] (approver): url forbidden webhook destination",
+		},
 		"junk CA bundle": {
 			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{{Name: "h",
 				Webhook: bindgatev1alpha1.Webhook{URL: "https://hooks.example/", CABundle: []byte("junk")}}}},

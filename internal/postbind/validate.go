@@ -28,8 +28,8 @@ import (
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
-// Validate returns a BindingPolicyReconciler.Validate check for the bind and
-// postBind webhooks: each URL must pass webhookclient.ValidateURL (https, no
+// Validate returns a BindingPolicyReconciler.Validate check for the permit,
+// bind and postBind webhooks: each URL must pass webhookclient.ValidateURL (https, no
 // link-local or cloud-metadata address unless allowLinkLocal) and each CA
 // bundle must hold a PEM certificate. A policy that fails is not Ready, so
 // no pod binds under it and no request leaves.
@@ -38,6 +38,17 @@ func Validate(allowLinkLocal bool) func(*bindgatev1alpha1.BindingPolicy) (reason
 		if p.Spec.Bind != nil && p.Spec.Bind.Webhook != nil {
 			if msg := checkWebhook(p.Spec.Bind.Webhook, allowLinkLocal); msg != "" {
 				return bindgatev1alpha1.ReasonInvalidWebhook, "spec.bind.webhook: " + msg, false
+			}
+		}
+		if p.Spec.Permit != nil {
+			for i := range p.Spec.Permit.Conditions {
+				c := &p.Spec.Permit.Conditions[i]
+				if c.Webhook == nil {
+					continue
+				}
+				if msg := checkWebhook(&c.Webhook.Webhook, allowLinkLocal); msg != "" {
+					return bindgatev1alpha1.ReasonInvalidWebhook, fmt.Sprintf("spec.permit.conditions[%d] (%s): %s", i, c.Name, msg), false
+				}
 			}
 		}
 		for i := range p.Spec.PostBind {
