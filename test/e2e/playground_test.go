@@ -62,6 +62,8 @@ func TestPlayground(t *testing.T) {
 		"demo/needs-approval is waiting in Permit (condition scheduling.bindgate.dev/Permitted=False, reason Waiting)",
 		"batch/too-big cannot fit; FailedScheduling: 0/6 nodes are available:",
 		"Insufficient cpu",
+		"gang train-1 waits for its last member (demo/train-1-0: gang: gang train-1: 3/4 members exist, none reserved)",
+		"gang train-1: all 4 members bound together and Running on general-",
 		// the guide
 		"export KUBECONFIG=",
 		"kubectl get bp",

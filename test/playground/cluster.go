@@ -134,6 +134,10 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 				// No conditions: kwok's node-initialize stage reports Ready.
 			},
 		}
+		if pool == generalPool {
+			// The training-gangs sample policy places gangs on GPU nodes.
+			node.Labels[gpuLabel] = "true"
+		}
 		if pool == batchPool {
 			node.Spec.Taints = []corev1.Taint{{Key: taintKey, Value: batchPool, Effect: corev1.TaintEffectNoSchedule}}
 		}

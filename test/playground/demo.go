@@ -19,6 +19,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +76,9 @@ func (d *demo) create(ctx context.Context) error {
 		pods = append(pods, tolerateBatch(gatedPod(batchNamespace, fmt.Sprintf("worker-%02d", i+1),
 			map[string]string{"app": "worker"}, "500m", "1Gi")))
 	}
+	for i := range gangSize - 1 {
+		pods = append(pods, gangPod(i))
+	}
 	pods = append(pods,
 		gatedPod(demoNamespace, approvalPod, map[string]string{"needs-approval": "true"}, "250m", "256Mi"),
 		tolerateBatch(gatedPod(batchNamespace, unfitPod, map[string]string{"app": "too-big"}, "12", "1Gi")),
@@ -86,6 +91,8 @@ func (d *demo) create(ctx context.Context) error {
 	d.p.step("created namespace %s (team=batch) with %d gated pods (500m CPU, 1Gi each) -> policy batch-pool, pool=batch nodes", batchNamespace, d.p.opts.pods)
 	d.p.step("created %s/%s (needs-approval=true) -> policy manual-approval: waits for an annotation", demoNamespace, approvalPod)
 	d.p.step("created %s/%s requesting 12 CPUs (nodes have 8) -> cannot fit anywhere", batchNamespace, unfitPod)
+	d.p.step("created %d of %d members of gang %s (label %s) -> policy training-gangs: none is reserved until all %d can be",
+		gangSize-1, gangSize, gangGroup, bindgatev1alpha1.GroupLabel, gangSize)
 	return nil
 }
 
@@ -95,7 +102,7 @@ func (d *demo) create(ctx context.Context) error {
 func (d *demo) wait(ctx context.Context) error {
 	cs := d.p.cs
 	nodePool := map[string]string{}
-	running, approvalWaiting, unfitReported := -1, false, false
+	running, approvalWaiting, unfitReported, gangWaiting := -1, false, false, false
 	return poll(ctx, 250*time.Millisecond, func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(batchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=worker"})
 		if err != nil {
@@ -148,7 +155,56 @@ func (d *demo) wait(ctx context.Context) error {
 				d.p.step("%s/%s cannot fit; FailedScheduling: %s", batchNamespace, unfitPod, evs.Items[0].Message)
 			}
 		}
-		return running == d.p.opts.pods && approvalWaiting && unfitReported, nil
+		if !gangWaiting {
+			pod, err := cs.CoreV1().Pods(demoNamespace).Get(ctx, gangPodName(0), metav1.GetOptions{})
+			if err == nil {
+				for _, c := range pod.Status.Conditions {
+					if c.Type == bindgatev1alpha1.PodConditionPermitted && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "gang "+gangGroup) {
+						gangWaiting = true
+						d.p.step("gang %s waits for its last member (%s/%s: %s)", gangGroup, demoNamespace, pod.Name, c.Message)
+					}
+				}
+			}
+		}
+		return running == d.p.opts.pods && approvalWaiting && unfitReported && gangWaiting, nil
+	})
+}
+
+func gangPodName(i int) string { return fmt.Sprintf("%s-%d", gangGroup, i) }
+
+// gangPod is member i of the demo gang, on the training-gangs policy.
+func gangPod(i int) *corev1.Pod {
+	return gatedPod(demoNamespace, gangPodName(i), map[string]string{
+		bindgatev1alpha1.GroupLabel: gangGroup, bindgatev1alpha1.PolicyLabel: "training-gangs",
+	}, "1", "2Gi")
+}
+
+// completeGang creates the gang's last member and waits until all members
+// are bound and Running.
+func (d *demo) completeGang(ctx context.Context) error {
+	d.p.step("the last member of gang %s arrives: %s/%s", gangGroup, demoNamespace, gangPodName(gangSize-1))
+	if _, err := d.p.cs.CoreV1().Pods(demoNamespace).Create(ctx, gangPod(gangSize-1), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return poll(ctx, 250*time.Millisecond, func() (bool, error) {
+		pods, err := d.p.cs.CoreV1().Pods(demoNamespace).List(ctx, metav1.ListOptions{LabelSelector: bindgatev1alpha1.GroupLabel + "=" + gangGroup})
+		if err != nil {
+			return false, nil //nolint:nilerr // transient; retry until the deadline
+		}
+		running := 0
+		var nodes []string
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				running++
+				nodes = append(nodes, pods.Items[i].Spec.NodeName)
+			}
+		}
+		if running == gangSize {
+			sort.Strings(nodes)
+			d.p.step("gang %s: all %d members bound together and Running on %s", gangGroup, gangSize, strings.Join(nodes, ", "))
+			return true, nil
+		}
+		return false, nil
 	})
 }
 

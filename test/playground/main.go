@@ -49,9 +49,12 @@ const (
 	demoNamespace  = "demo"
 	approvalPod    = "needs-approval"
 	unfitPod       = "too-big"
+	gangGroup      = "train-1"
+	gangSize       = 4 // the training-gangs sample's minMember
 
 	kwokAnnotation = "kwok.x-k8s.io/node"
 	poolLabel      = "pool"
+	gpuLabel       = "nvidia.com/gpu.present"
 	batchPool      = "batch"
 	generalPool    = "general"
 	taintKey       = "dedicated"
@@ -200,7 +203,6 @@ func (p *playground) run(ctx context.Context) error {
 		return fmt.Errorf("applying config/samples: %w", err)
 	}
 	p.step("applied the sample BindingPolicies: %s", strings.Join(names, ", "))
-	p.step("gang scheduling (the training-gangs policy) is not in this demo: its gang condition has not landed in the binding cycle yet")
 
 	d := &demo{p: p}
 	if err := d.create(ctx); err != nil {
@@ -212,6 +214,11 @@ func (p *playground) run(ctx context.Context) error {
 		return fmt.Errorf("the demo did not settle within %v: %w", o.timeout, err)
 	}
 	p.guide()
+
+	// The gang's last member arrives: all four bind together.
+	if err := d.completeGang(waitCtx); err != nil {
+		return fmt.Errorf("the gang did not bind: %w", err)
+	}
 
 	if o.exitAfterDemo {
 		p.step("--exit-after-demo: approving %s/%s ...", demoNamespace, approvalPod)
