@@ -26,10 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/testenv"
@@ -244,29 +241,8 @@ func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = whEnv.Stop() })
-	mgr, err := ctrl.NewManager(whEnv.Config, ctrl.Options{
-		Scheme:                 whEnv.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: whEnv.WebhookHost, Port: whEnv.WebhookPort, CertDir: whEnv.WebhookCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := policywebhook.Setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	whEnv.ServeWebhooks(t, policywebhook.Setup)
+	ctx := context.Background()
 
 	policy := func(name, expr string) *bindgatev1alpha1.BindingPolicy {
 		p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -17,9 +17,14 @@ limitations under the License.
 package testenv
 
 import (
+	"context"
 	"path/filepath"
+	"testing"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Option changes the envtest environment before it starts.
@@ -43,3 +48,33 @@ func WithWebhooks(paths ...string) Option {
 
 // DefaultWebhookManifests is the generated webhook configuration.
 var DefaultWebhookManifests = filepath.Join("config", "webhook", "manifests.yaml")
+
+// ServeWebhooks runs, until the test ends, a manager whose webhook server
+// serves the handlers that setup registers, where the API server (started
+// WithWebhooks) calls them.
+func (e *Env) ServeWebhooks(t testing.TB, setup func(ctrl.Manager) error) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: e.WebhookHost, Port: e.WebhookPort, CertDir: e.WebhookCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("webhook manager: %v", err)
+		}
+	})
+}
