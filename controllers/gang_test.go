@@ -129,3 +129,40 @@ func TestPermitGangsCompete(t *testing.T) {
 	}
 	assertNoOvercommit(t)
 }
+
+// TestPermitGangTimesOutTogether: a placed gang held by another condition
+// (an approval that never comes) times out as a whole: every member's
+// reservation is released and every member says why.
+func TestPermitGangTimesOutTogether(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("gangtimeout")
+	pool(t, pol, withPermit(approvedExpr, 3*time.Second, bindgatev1alpha1.PermitTimeoutReject), func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.Permit.Conditions = append(p.Spec.Permit.Conditions,
+			bindgatev1alpha1.PermitCondition{Name: "gang", Gang: &bindgatev1alpha1.GangCondition{MinMember: 3}})
+	})
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	for i := range 3 {
+		newPod(ns, fmt.Sprintf("m%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "g").
+			req(corev1.ResourceCPU, "500m").create(t)
+	}
+	eventually(t, 10*time.Second, "the whole gang reserved", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 3, nil
+	})
+	eventually(t, 10*time.Second, "every member released and told why", func() (bool, error) {
+		if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
+			return false, nil
+		}
+		for i := range 3 {
+			c := podCondition(getPod(t, ns, fmt.Sprintf("m%d", i)), bindgatev1alpha1.PodConditionPermitted)
+			if c == nil || c.Reason != bindgatev1alpha1.ReasonTimeout {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if n := countBound(t, ns); n != 0 {
+		t.Fatalf("%d members bound without approval", n)
+	}
+}

@@ -144,6 +144,10 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.markWaiting(req.NamespacedName)
 		return ctrl.Result{RequeueAfter: r.backoff(pod.UID)}, nil
 	default:
+		if out.Result == metrics.ResultWaiting {
+			// Waiting in Permit: node and policy changes may change the answer.
+			r.markWaiting(req.NamespacedName)
+		}
 		return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
 	}
 }
@@ -434,7 +438,13 @@ func (r *PodReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) 
 		return fmt.Errorf("getting the pod informer: %w", err)
 	}
 	if _, err := podInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { r.onPodEvent(o, false) },
+		AddFunc: func(o any) {
+			r.onPodEvent(o, false)
+			// A new gang member may complete a waiting gang.
+			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.Labels[bindgatev1alpha1.GroupLabel] != "" {
+				r.wakeWaiting()
+			}
+		},
 		UpdateFunc: func(_, o any) { r.onPodEvent(o, false) },
 		DeleteFunc: func(o any) { r.onPodEvent(o, true) },
 	}); err != nil {

@@ -166,3 +166,39 @@ func (s *Scheduler) gangWait(ctx context.Context, cond string, members []*corev1
 	}
 	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: gangRecheck}
 }
+
+// releaseGang releases, together with pod, the reservations every other
+// unbound member of its gang holds: a gang times out as a whole, so no
+// member keeps capacity the others can no longer use. The members are woken
+// to report their own timeout.
+func (s *Scheduler) releaseGang(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) {
+	_, group, _, ok := gangOf(state.Policy, pod)
+	if !ok {
+		return
+	}
+	s.gangMu.Lock()
+	defer s.gangMu.Unlock()
+	var list corev1.PodList
+	if err := s.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{bindgatev1alpha1.GroupLabel: group}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang to release it", "group", group)
+		return
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.UID == pod.UID || m.Spec.NodeName != "" {
+			continue
+		}
+		if res, held := s.Cache.Reserved(m.UID); held && res.Policy == state.Policy.Name {
+			s.unreserve(ctx, state, m, res.Node)
+			s.holdAfterPermitTimeout(m.UID)
+			msg := fmt.Sprintf("released with gang %s: the permit wait of %s timed out", group, pod.Name)
+			if err := s.setPermitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Recording the gang timeout", "pod", klog.KObj(m))
+			}
+			if s.Wake != nil {
+				s.Wake(client.ObjectKeyFromObject(m))
+			}
+		}
+	}
+}

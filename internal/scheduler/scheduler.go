@@ -460,6 +460,7 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	action := permit.OnTimeout(policy)
 	msg := fmt.Sprintf("permit timeout (%s) waiting for: %s", permit.Timeout(policy), pending)
 	s.unreserve(ctx, state, pod, node.Name)
+	s.releaseGang(ctx, state, pod)
 	s.observePermit(policy, metrics.PermitTimeout, reservedAt)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, EventPermitTimeout, "Permit", "%s (onTimeout: %s)", msg, action)
 	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
