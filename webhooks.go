@@ -56,6 +56,7 @@ func (o *webhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.certs.SecretName, "webhook-cert-secret", certs.DefaultSecretName, "self-signed: the Secret, in the operator's namespace, that holds the serving certificate.")
 	fs.StringVar(&o.certs.ServiceName, "webhook-service-name", certs.DefaultServiceName, "self-signed: the webhook Service the certificate is issued for.")
 	fs.StringVar(&o.certs.WebhookConfigName, "webhook-config-name", certs.DefaultWebhookConfigName, "self-signed: the MutatingWebhookConfiguration whose caBundle is kept in sync.")
+	fs.StringVar(&o.certs.ValidatingWebhookConfigName, "validating-webhook-config-name", certs.DefaultValidatingWebhookConfigName, "self-signed: the ValidatingWebhookConfiguration (BindingPolicy checks) whose caBundle is kept in sync; empty to leave it alone.")
 }
 
 func (o *webhookOptions) validate() error {

@@ -82,6 +82,10 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			_, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "bindgate-mutating-webhook-configuration", metav1.GetOptions{})
 			return err
 		},
+		"ValidatingWebhookConfiguration": func() error {
+			_, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "bindgate-validating-webhook-configuration", metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); err != nil {
 			t.Errorf("%s after helm install: %v", what, err)
@@ -101,7 +105,13 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	if out := mustRun(t, "kubectl", kc, "get", "crd", crdName, "-o", "name"); out == "" {
 		t.Fatal("helm install did not install the CRD")
 	}
-	// The BindingPolicy API is usable: the samples apply.
+	// The BindingPolicy API is usable: the samples apply. No operator pod runs
+	// here (envtest has no kubelets), so nothing serves the policy webhook,
+	// whose failurePolicy is Fail: take it away first, as `helm install
+	// --set webhook.enabled=false` would.
+	if err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "bindgate-validating-webhook-configuration", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	mustRun(t, "kubectl", kc, "apply", "-f", "config/samples/")
 
 	mustRun(t, "helm", kc, "upgrade", releaseName, chartDir,

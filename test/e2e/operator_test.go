@@ -71,7 +71,10 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 	ctx := t.Context()
 	admin := env.Clientset
 	kc := "--kubeconfig=" + env.Kubeconfig
-	mustRun(t, "helm", kc, "install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace", "--wait=false")
+	// The operator runs outside the cluster here, so nothing serves the
+	// admission webhooks at their in-cluster Service: install without them.
+	mustRun(t, "helm", kc, "install", releaseName, chartDir, "--namespace", releaseNS, "--create-namespace", "--wait=false",
+		"--set", "webhook.enabled=false")
 
 	// A token for the chart's ServiceAccount, and a kubeconfig with it.
 	tr, err := admin.CoreV1().ServiceAccounts(releaseNS).CreateToken(ctx, chartServiceAccount,

@@ -44,6 +44,9 @@ const (
 	DefaultSecretName        = "bindgate-webhook-server-cert"
 	DefaultServiceName       = "bindgate-webhook-service"
 	DefaultWebhookConfigName = "bindgate-mutating-webhook-configuration"
+	// DefaultValidatingWebhookConfigName is the BindingPolicy validating
+	// webhook configuration.
+	DefaultValidatingWebhookConfigName = "bindgate-validating-webhook-configuration"
 	// DefaultCertDir is controller-runtime's default webhook CertDir.
 	DefaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
 )
@@ -60,6 +63,9 @@ type Options struct {
 	// WebhookConfigName is the MutatingWebhookConfiguration whose webhooks
 	// get the CA bundle.
 	WebhookConfigName string
+	// ValidatingWebhookConfigName, when set, is the ValidatingWebhookConfiguration
+	// whose caBundle is kept current too.
+	ValidatingWebhookConfigName string
 	// CertDir is where the Secret is mounted; the returned channel closes
 	// once tls.crt is there and the CA bundle is injected.
 	CertDir string
@@ -114,11 +120,8 @@ func SetupRotator(mgr ctrl.Manager, opts Options) (chan struct{}, error) {
 		DNSName:        names[0],
 		ExtraDNSNames:  names[1:],
 		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{{
-			Name: opts.WebhookConfigName,
-			Type: rotator.Mutating,
-		}},
-		FieldOwner: "bindgate-cert-rotator",
+		Webhooks:       opts.webhooks(),
+		FieldOwner:     "bindgate-cert-rotator",
 		// controller-runtime's certwatcher reloads rotated files; no restart.
 		RestartOnSecretRefresh: false,
 		RequireLeaderElection:  false,
@@ -128,4 +131,13 @@ func SetupRotator(mgr ctrl.Manager, opts Options) (chan struct{}, error) {
 		return nil, fmt.Errorf("adding the webhook certificate rotator: %w", err)
 	}
 	return ready, nil
+}
+
+// webhooks are the configurations whose caBundle the rotator keeps current.
+func (o *Options) webhooks() []rotator.WebhookInfo {
+	w := []rotator.WebhookInfo{{Name: o.WebhookConfigName, Type: rotator.Mutating}}
+	if o.ValidatingWebhookConfigName != "" {
+		w = append(w, rotator.WebhookInfo{Name: o.ValidatingWebhookConfigName, Type: rotator.Validating})
+	}
+	return w
 }

@@ -46,6 +46,10 @@ app.kubernetes.io/part-of: bindgate
 {{ include "bindgate.fullname" . }}-mutating-webhook-configuration
 {{- end }}
 
+{{- define "bindgate.validatingWebhookConfigName" -}}
+{{ include "bindgate.fullname" . }}-validating-webhook-configuration
+{{- end }}
+
 {{- define "bindgate.webhookSecretName" -}}
 {{ include "bindgate.fullname" . }}-webhook-server-cert
 {{- end }}
