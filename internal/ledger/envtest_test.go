@@ -24,11 +24,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/testenv"
 )
 
@@ -84,6 +86,9 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("reserved cpu = %s, want 20", cpu)
 	}
 	writes := l.Writes()
+	if got := testutil.ToFloat64(metrics.LedgerWrites); got < float64(writes) {
+		t.Errorf("bindgate_ledger_writes_total = %v, want at least %d", got, writes)
+	}
 	t.Logf("%d reservations in %d status writes", n, writes)
 	if writes >= n/2 {
 		t.Errorf("%d status writes for %d reservations: changes were not group-committed", writes, n)

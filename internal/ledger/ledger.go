@@ -37,6 +37,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
 )
 
 // ErrPolicyGone means the policy was deleted: its reservations are void.
@@ -219,6 +220,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 			l.mu.Lock()
 			l.writes++
 			l.mu.Unlock()
+			metrics.LedgerWrites.Inc()
 			log.V(5).Info("Committed reservations", "changes", len(ops), "reserved", next.Status.ReservedPods)
 			return next, results
 		}
