@@ -59,7 +59,7 @@ func TestPermitGangAllOrNothing(t *testing.T) {
 		newPod(ns, fmt.Sprintf("m%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "batch-7").
 			req(corev1.ResourceCPU, "1").create(t)
 	}
-	eventually(t, 10*time.Second, "every member says why", func() (bool, error) {
+	eventually(t, 45*time.Second, "every member says why", func() (bool, error) {
 		for i := range 4 {
 			if !strings.Contains(permittedMessage(t, ns, fmt.Sprintf("m%d", i)), "gang: gang batch-7: only 3/4 members fit, none reserved") {
 				return false, nil
@@ -78,7 +78,7 @@ func TestPermitGangAllOrNothing(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), blocker, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "all 4 members bound", func() (bool, error) {
+	eventually(t, 45*time.Second, "all 4 members bound", func() (bool, error) {
 		return countBound(t, ns) == 4, nil
 	})
 	assertNoOvercommit(t)
@@ -99,7 +99,7 @@ func TestPermitGangsCompete(t *testing.T) {
 				req(corev1.ResourceCPU, "1").create(t)
 		}
 	}
-	eventually(t, 15*time.Second, "one gang bound, the other waiting", func() (bool, error) {
+	eventually(t, 45*time.Second, "one gang bound, the other waiting", func() (bool, error) {
 		bound := map[string]int{}
 		for _, p := range listPods(t, ns) {
 			if p.Spec.NodeName != "" {
@@ -147,10 +147,10 @@ func TestPermitGangTimesOutTogether(t *testing.T) {
 		newPod(ns, fmt.Sprintf("m%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "g").
 			req(corev1.ResourceCPU, "500m").create(t)
 	}
-	eventually(t, 10*time.Second, "the whole gang reserved", func() (bool, error) {
+	eventually(t, 30*time.Second, "the whole gang reserved", func() (bool, error) {
 		return len(getPolicy(t, pol).Status.Reservations) == 3, nil
 	})
-	eventually(t, 10*time.Second, "every member released and told why", func() (bool, error) {
+	eventually(t, 30*time.Second, "every member released and told why", func() (bool, error) {
 		if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
 			return false, nil
 		}

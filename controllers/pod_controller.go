@@ -142,7 +142,11 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	case out.Unschedulable:
 		r.markWaiting(req.NamespacedName)
-		return ctrl.Result{RequeueAfter: r.backoff(pod.UID)}, nil
+		after := r.backoff(pod.UID)
+		if out.RequeueAfter > 0 && out.RequeueAfter < after {
+			after = out.RequeueAfter // e.g. a gang's recheck
+		}
+		return ctrl.Result{RequeueAfter: after}, nil
 	default:
 		if out.Result == metrics.ResultWaiting {
 			// Waiting in Permit: node and policy changes may change the answer.

@@ -31,13 +31,14 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
 )
 
 // gangRecheck bounds the wait of a gang that cannot be placed yet; node and
 // pod events requeue it sooner.
-const gangRecheck = 10 * time.Second
+const gangRecheck = 3 * time.Second
 
 // gangOf returns the policy's gang condition and the pod's group and
 // minMember (the group's annotation overrides the condition).
@@ -201,4 +202,15 @@ func (s *Scheduler) releaseGang(ctx context.Context, state *framework.CycleState
 			}
 		}
 	}
+}
+
+// reservedNow returns the pod's reservation. For a gang member it is read
+// under gangMu, so that a reservation another member's step holds only
+// tentatively (and may still roll back) is never taken for a final one.
+func (s *Scheduler) reservedNow(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (cache.Reservation, bool) {
+	if _, _, _, gang := gangOf(policy, pod); gang {
+		s.gangMu.Lock()
+		defer s.gangMu.Unlock()
+	}
+	return s.Cache.Reserved(pod.UID)
 }

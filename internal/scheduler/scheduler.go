@@ -151,7 +151,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	}
 	state := framework.NewCycleState(policy, pod)
 
-	res, held := s.Cache.Reserved(pod.UID)
+	res, held := s.reservedNow(policy, pod)
 	if held && res.Policy != policy.Name {
 		// Reserved under another policy (the pod's labels or the policies
 		// changed): the reservation stays with its policy.
