@@ -254,19 +254,19 @@ func TestFilterTable(t *testing.T) {
 			eventually(t, 20*time.Second, "FailedScheduling "+tc.wantMsg, func() (bool, error) {
 				return hasEvent(t, ns, "subject", "FailedScheduling", tc.wantMsg), nil
 			})
-			p := getPod(t, ns, "subject")
-			if p.Spec.NodeName != "" {
-				t.Fatalf("pod bound to %s, want unschedulable", p.Spec.NodeName)
-			}
-			found := false
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, tc.wantMsg) {
-					found = true
+			// The event is emitted just before the condition is written.
+			eventually(t, 10*time.Second, "PodScheduled=False/Unschedulable with "+tc.wantMsg, func() (bool, error) {
+				p := getPod(t, ns, "subject")
+				if p.Spec.NodeName != "" {
+					return false, fmt.Errorf("pod bound to %s, want unschedulable", p.Spec.NodeName)
 				}
-			}
-			if !found {
-				t.Fatalf("no PodScheduled=False/Unschedulable condition with %q: %+v", tc.wantMsg, p.Status.Conditions)
-			}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && strings.Contains(c.Message, tc.wantMsg) {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
 		})
 	}
 }
