@@ -21,6 +21,7 @@ package bind
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -28,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -71,34 +73,57 @@ func HasGate(pod *corev1.Pod) bool {
 	})
 }
 
+// ungatePatch is the JSON merge patch (RFC 7386) Ungate sends. It is built
+// from the few fields it changes rather than by diffing two whole pods (which
+// marshals both to JSON, a tenth of the operator's CPU at a few hundred binds
+// per second). metadata.resourceVersion makes it optimistic-locked: the API
+// server answers 409 Conflict when the pod changed since it was read.
+type ungatePatch struct {
+	Metadata ungateMeta `json:"metadata"`
+	Spec     ungateSpec `json:"spec"`
+}
+
+type ungateMeta struct {
+	ResourceVersion string            `json:"resourceVersion"`
+	Annotations     map[string]string `json:"annotations"`
+}
+
+type ungateSpec struct {
+	// SchedulingGates replaces the whole list (merge patches replace
+	// lists); nil encodes as null, which removes the field.
+	SchedulingGates []corev1.PodSchedulingGate `json:"schedulingGates"`
+	NodeSelector    map[string]string          `json:"nodeSelector,omitempty"`
+}
+
 // Ungate removes bindgate's gate and, unless the pod names bindgate as its
 // scheduler, pins it to node with a kubernetes.io/hostname nodeSelector, in
 // one optimistic-locked patch that also records the policy in the pod's
 // annotations (so a restart between this patch and the bind resumes the
-// pod). pod is updated in place.
+// pod). pod is updated in place from the API server's answer.
 func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node, policy string) error {
 	if !HasGate(pod) {
 		return nil
 	}
-	base := pod.DeepCopy()
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
+	patch := ungatePatch{
+		Metadata: ungateMeta{ResourceVersion: pod.ResourceVersion, Annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: policy}},
 	}
-	pod.Annotations[bindgatev1alpha1.PolicyAnnotation] = policy
-	pod.Spec.SchedulingGates = slices.DeleteFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-		return g.Name == bindgatev1alpha1.SchedulingGate
-	})
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name != bindgatev1alpha1.SchedulingGate {
+			patch.Spec.SchedulingGates = append(patch.Spec.SchedulingGates, g)
+		}
+	}
 	if pod.Spec.SchedulerName != bindgatev1alpha1.SchedulerName {
 		host := node.Labels[HostnameLabel]
 		if host == "" {
 			host = node.Name
 		}
-		if pod.Spec.NodeSelector == nil {
-			pod.Spec.NodeSelector = map[string]string{}
-		}
-		pod.Spec.NodeSelector[HostnameLabel] = host
+		patch.Spec.NodeSelector = map[string]string{HostnameLabel: host}
 	}
-	if err := c.Patch(ctx, pod, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encoding the ungate patch: %w", err)
+	}
+	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("removing the scheduling gate: %w", err)
 	}
 	return nil

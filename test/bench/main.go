@@ -38,6 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/testenv"
@@ -84,6 +86,13 @@ type result struct {
 	Curve        []point // bound pods over time since the contender started
 	Err          string
 	Phases       string // bindgate's mean time per extension point
+	// CPU is each process's CPU milliseconds per bound pod (kube-apiserver,
+	// etcd, the contender when it is a process of its own).
+	CPU map[string]float64
+	// APIServerByKind splits kube-apiserver's CPU milliseconds per bound
+	// pod by request kind, in the shares a 5 s CPU profile of it found
+	// (first repetition only).
+	APIServerByKind map[string]float64
 }
 
 type point struct {
@@ -94,20 +103,24 @@ type point struct {
 func main() {
 	var (
 		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
-		only      = flag.String("workloads", "500x3000,5000x10000,stream", "Comma-separated workloads: 500x3000, 5000x10000, stream.")
+		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s).")
 		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
 		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
 		only2     = flag.String("contenders", "bindgate,kube-scheduler,raw-bind", "Comma-separated contenders to run.")
-		pprof     = flag.String("pprof", "", "Write a 20s CPU profile of bindgate's first run to this file.")
+		pprof     = flag.String("pprof", "", "Write a 10s CPU profile of bindgate's first run to this file.")
+		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
+		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
 	)
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
 	all := map[string]workload{
 		"500x3000":   {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
 		"5000x10000": {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
 		"stream":     {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
+		"stream100":  {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
 	}
 	var results []result
 	var order []string
@@ -132,7 +145,8 @@ func main() {
 			}
 			for _, c := range cs {
 				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
-				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof})
+				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof,
+					apiProfile: *apiProf && rep == 1 && w.Rate == 0, profileDir: *profDir})
 				*pprof = ""
 				if r.Phases != "" {
 					fmt.Printf("   phases: %s\n", r.Phases)
@@ -145,6 +159,10 @@ func main() {
 				}
 				sort.Strings(lat)
 				fmt.Printf("   API server time per write: %s\n", strings.Join(lat, ", "))
+				fmt.Printf("   CPU ms per bound pod: %s\n", formatMap(r.CPU, "%.2f"))
+				if len(r.APIServerByKind) > 0 {
+					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
+				}
 				if r.Err != "" {
 					fmt.Printf("   error: %s\n", r.Err)
 				} else {
@@ -170,12 +188,17 @@ type runConfig struct {
 	bindgate, scheduler string
 	workers             int
 	pprof               string
+	apiProfile          bool
+	profileDir          string
 }
 
 type controlPlane struct {
-	env        *envtest.Environment
-	cfg        *rest.Config
-	cs         kubernetes.Interface
+	env *envtest.Environment
+	cfg *rest.Config
+	cs  kubernetes.Interface
+	// fast speaks protobuf, as kube-scheduler and bindgate do: the bench's
+	// own pod creations and watch cost the API server as little as they can.
+	fast       kubernetes.Interface
 	cl         client.Client
 	kubeconfig string
 	dir        string
@@ -199,6 +222,12 @@ func startControlPlane() (*controlPlane, error) {
 	cfg.QPS, cfg.Burst = -1, 0
 	cp := &controlPlane{env: env, cfg: cfg}
 	if cp.cs, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	fastCfg := rest.CopyConfig(cfg)
+	fastCfg.ContentType = "application/vnd.kubernetes.protobuf"
+	fastCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if cp.fast, err = kubernetes.NewForConfig(fastCfg); err != nil {
 		return nil, err
 	}
 	if cp.cl, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
@@ -339,23 +368,25 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			return fail(err)
 		}
 	}
-	if err := createNodes(ctx, cp.cs, w.Nodes); err != nil {
+	if err := createNodes(ctx, cp.fast, w.Nodes); err != nil {
 		return fail(fmt.Errorf("creating nodes: %w", err))
 	}
 	gated := contender == Bindgate
 	if w.Rate == 0 {
 		if err := parallel(w.Pods, 32, func(i int) error {
-			_, err := cp.cs.CoreV1().Pods("bench").Create(ctx, benchPod(i, gated), metav1.CreateOptions{})
+			_, err := cp.fast.CoreV1().Pods("bench").Create(ctx, benchPod(i, gated), metav1.CreateOptions{})
 			return err
 		}); err != nil {
 			return fail(fmt.Errorf("creating pods: %w", err))
 		}
 	}
-	tr := newTracker(ctx, cp.cs)
+	tr := newTracker(ctx, cp.fast)
 	before, err := writeCounts(ctx, cp.cs)
 	if err != nil {
 		return fail(err)
 	}
+	cpuBefore := cp.cpu(ctx, contender, 0)
+	cpuBefore[contender] = 0
 
 	var proc *exec.Cmd
 	start := time.Now()
@@ -368,7 +399,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")
 			go func() {
 				time.Sleep(2 * time.Second)
-				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=15").CombinedOutput()
+				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=10").CombinedOutput()
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "pprof: %v\n%s", err, out)
 				}
@@ -390,7 +421,7 @@ leaderElection:
 		}
 		proc = exec.CommandContext(ctx, rc.scheduler, "--config", cfgPath, "--secure-port=0", "-v=0")
 	case RawBind:
-		go rawBind(ctx, cp.cs, w)
+		go rawBind(ctx, cp.fast, w)
 	}
 	if proc != nil {
 		logf, _ := os.Create(filepath.Join(cp.dir, contender+".log"))
@@ -400,12 +431,28 @@ leaderElection:
 		}
 		defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
 	}
+	profiled := make(chan map[string]float64, 1)
+	if rc.apiProfile {
+		go func() {
+			for tr.count.Load() == 0 && ctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond)
+			byKind, err := apiserverProfile(ctx, cp.cs, 5*time.Second, rc.profileDir, "apiserver-"+contender+"-"+strings.NewReplacer(" ", "", "/", "-").Replace(w.Name))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "   kube-apiserver profile:", err)
+			}
+			profiled <- byKind
+		}()
+	} else {
+		profiled <- nil
+	}
 
 	want := w.Pods
 	if w.Rate > 0 {
 		time.Sleep(3 * time.Second) // let the contender sync its caches
 		want = w.Rate * int(w.Duration/time.Second)
-		go stream(ctx, cp.cs, tr, w, gated)
+		go stream(ctx, cp.fast, tr, w, gated)
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for tr.count.Load() < int64(want) {
@@ -417,6 +464,11 @@ leaderElection:
 	}
 	res.Total = time.Since(start)
 	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
+	pid := 0
+	if proc != nil {
+		pid = proc.Process.Pid
+	}
+	res.CPU = perPod(cpuBefore, cp.cpu(ctx, contender, pid), want)
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
 	}
@@ -447,6 +499,15 @@ leaderElection:
 		}
 	}
 	res.WritesPerPod = total / float64(want)
+
+	// The profile gives shares; the API server's CPU per pod over the whole
+	// run gives the scale.
+	if shares := <-profiled; len(shares) > 0 {
+		res.APIServerByKind = map[string]float64{}
+		for k, v := range shares {
+			res.APIServerByKind[k] = v * res.CPU["kube-apiserver"]
+		}
+	}
 
 	tr.mu.Lock()
 	var first, last time.Time
@@ -620,5 +681,19 @@ func phaseMeans(ctx context.Context) string {
 		}
 	}
 	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// formatMap prints a map's entries sorted by key.
+func formatMap(m map[string]float64, format string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+" "+fmt.Sprintf(format, m[k]))
+	}
 	return strings.Join(parts, ", ")
 }

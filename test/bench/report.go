@@ -120,6 +120,7 @@ func render(workloads []string, results []result, args []string) string {
 				fmt.Fprintf(&b, "\n> %s failed once: %s\n", c, e)
 			}
 		}
+		renderCPU(&b, results, w)
 		for _, c := range []string{Bindgate, KubeScheduler} {
 			s := summarize(results, w, c)
 			if len(s.writesBy) == 0 {
@@ -136,6 +137,72 @@ func render(workloads []string, results []result, args []string) string {
 	}
 	b.WriteString("![bound pods over time](benchmarks.png)\n")
 	return b.String()
+}
+
+// renderCPU writes where the CPU went, per bound pod: medians by process,
+// and kube-apiserver's split by request kind from its profile.
+func renderCPU(b *strings.Builder, results []result, workload string) {
+	byProc := map[string]map[string][]float64{}
+	byKind := map[string]map[string]float64{}
+	kinds := map[string]bool{}
+	for _, r := range results {
+		if r.Workload != workload || r.Err != "" {
+			continue
+		}
+		if byProc[r.Contender] == nil {
+			byProc[r.Contender] = map[string][]float64{}
+		}
+		for k, v := range r.CPU {
+			byProc[r.Contender][k] = append(byProc[r.Contender][k], v)
+		}
+		if len(r.APIServerByKind) > 0 && byKind[r.Contender] == nil {
+			byKind[r.Contender] = r.APIServerByKind
+			for k := range r.APIServerByKind {
+				kinds[k] = true
+			}
+		}
+	}
+	if len(byProc) == 0 {
+		return
+	}
+	b.WriteString("\nCPU per bound pod (ms, medians; the contender's own process, etcd, kube-apiserver):\n\n")
+	b.WriteString("| contender | own process | etcd | kube-apiserver | total |\n|---|---|---|---|---|\n")
+	for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+		m, ok := byProc[c]
+		if !ok {
+			continue
+		}
+		own, etcd, api := median(m[c]), median(m["etcd"]), median(m["kube-apiserver"])
+		ownS := "–"
+		if len(m[c]) > 0 {
+			ownS = fmt.Sprintf("%.2f", own)
+		}
+		fmt.Fprintf(b, "| %s | %s | %.2f | %.2f | %.2f |\n", c, ownS, etcd, api, own+etcd+api)
+	}
+	if len(byKind) == 0 {
+		return
+	}
+	var order []string
+	for k := range kinds {
+		order = append(order, k)
+	}
+	sort.Strings(order)
+	b.WriteString("\nkube-apiserver CPU per bound pod by request kind (ms; shares from a 5 s CPU profile of the first repetition, scaled to its CPU per pod):\n\n| request kind |")
+	var cs []string
+	for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+		if _, ok := byKind[c]; ok {
+			cs = append(cs, c)
+			fmt.Fprintf(b, " %s |", c)
+		}
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cs)) + "\n")
+	for _, k := range order {
+		fmt.Fprintf(b, "| %s |", k)
+		for _, c := range cs {
+			fmt.Fprintf(b, " %.2f |", byKind[c][k])
+		}
+		b.WriteString("\n")
+	}
 }
 
 // plotCurves draws bound pods over time for the first repetition of each

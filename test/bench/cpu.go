@@ -1,0 +1,208 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Where CPU goes: every process's CPU seconds per bound pod, and a CPU
+// profile of kube-apiserver split by the kind of request the samples served.
+
+// procCPU is a process's user+system CPU time from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start at ")".
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	// utime and stime are fields 14 and 15 of stat (11 and 12 here), in
+	// clock ticks of 1/100 s on Linux.
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return time.Duration((ut + st) * float64(10*time.Millisecond)), nil
+}
+
+// metricCPU reads process_cpu_seconds_total from a Prometheus text page.
+func metricCPU(ctx context.Context, get func(context.Context) ([]byte, error)) (time.Duration, error) {
+	raw, err := get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "process_cpu_seconds_total ") {
+			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing %q: %w", line, err)
+			}
+			return time.Duration(v * float64(time.Second)), nil
+		}
+	}
+	return 0, fmt.Errorf("no process_cpu_seconds_total")
+}
+
+// cpuSnapshot is the CPU time used so far by kube-apiserver, etcd and the
+// contender.
+type cpuSnapshot map[string]time.Duration
+
+func (cp *controlPlane) cpu(ctx context.Context, contender string, pid int) cpuSnapshot {
+	s := cpuSnapshot{}
+	if d, err := metricCPU(ctx, func(ctx context.Context) ([]byte, error) {
+		return cp.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	}); err == nil {
+		s["kube-apiserver"] = d
+	}
+	if u := cp.env.ControlPlane.Etcd.URL; u != nil {
+		if d, err := metricCPU(ctx, func(ctx context.Context) ([]byte, error) {
+			return httpGet(ctx, u.String()+"/metrics")
+		}); err == nil {
+			s["etcd"] = d
+		}
+	}
+	if pid > 0 {
+		if d, err := procCPU(pid); err == nil {
+			s[contender] = d
+		}
+	}
+	return s
+}
+
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(resp.Body)
+	return b.Bytes(), err
+}
+
+// perPod turns two snapshots into CPU milliseconds per bound pod.
+func perPod(before, after cpuSnapshot, pods int) map[string]float64 {
+	out := map[string]float64{}
+	for k, a := range after {
+		if b, ok := before[k]; ok && pods > 0 {
+			out[k] = float64((a - b).Microseconds()) / 1000 / float64(pods)
+		}
+	}
+	return out
+}
+
+// requestKinds classify kube-apiserver CPU samples: the first rule whose
+// substring appears in any frame of a sample's stack names it. The API
+// server runs a request's storage work in a goroutine of its own
+// (finisher.finishRequest), so the rules name frames of that work too.
+var requestKinds = []struct{ name, frame string }{
+	{"PATCH pods", "handlers.PatchResource"},
+	{"PATCH pods", "handlers.(*patcher)"},
+	{"POST pods/binding", "handlers.CreateNamedResource"},
+	{"POST pods/binding", "storage.(*BindingREST)"},
+	{"POST (events, pods)", "handlers.CreateResource"},
+	{"watch", "handlers.handleWatch"},
+	{"watch", "cacher.(*cacheWatcher)"},
+	{"watch", "cacher.(*cachingObject)"},
+	{"GET/LIST", "handlers.ListResource"},
+	{"GET/LIST", "handlers.GetResource"},
+	{"authentication", "pkg/authentication/"},
+	{"garbage collection", "runtime.gcBgMarkWorker"},
+	{"watch cache", "storage/cacher."},
+	{"etcd client", "storage/etcd3."},
+}
+
+// KindOther collects the samples no rule names: HTTP/2, TLS, the filter
+// chain outside handlers, the runtime.
+const KindOther = "other (HTTP/2, TLS, filters, runtime)"
+
+// apiserverProfile takes a CPU profile of kube-apiserver for d, saves it
+// under dir, and returns the share of its CPU samples by request kind.
+func apiserverProfile(ctx context.Context, cs kubernetes.Interface, d time.Duration, dir, name string) (map[string]float64, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(d/time.Second))).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".pprof"), raw, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	p, err := profile.ParseData(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the profile: %w", err)
+	}
+	cpuIdx := len(p.SampleType) - 1 // "cpu" nanoseconds
+	out := map[string]float64{}
+	var total float64
+	for _, s := range p.Sample {
+		v := float64(s.Value[cpuIdx])
+		out[classify(s)] += v
+		total += v
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("the profile has no samples")
+	}
+	for k := range out {
+		out[k] /= total
+	}
+	return out, nil
+}
+
+func classify(s *profile.Sample) string {
+	var frames []string
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			if l.Function != nil {
+				frames = append(frames, l.Function.Name)
+			}
+		}
+	}
+	for _, k := range requestKinds {
+		for _, f := range frames {
+			if strings.Contains(f, k.frame) {
+				return k.name
+			}
+		}
+	}
+	return KindOther
+}
