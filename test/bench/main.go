@@ -56,9 +56,13 @@ import (
 
 // Contenders.
 const (
-	Bindgate      = "bindgate"
-	KubeScheduler = "kube-scheduler"
-	RawBind       = "raw-bind"
+	Bindgate = "bindgate"
+	// BindgateSchedulerName is bindgate with ungated pods that name it in
+	// spec.schedulerName: no gate to remove, so the same API writes as
+	// kube-scheduler (binding, event). It shows what the gate costs.
+	BindgateSchedulerName = "bindgate-schedulername"
+	KubeScheduler         = "kube-scheduler"
+	RawBind               = "raw-bind"
 )
 
 type workload struct {
@@ -109,7 +113,7 @@ func main() {
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
-		only2     = flag.String("contenders", "bindgate,kube-scheduler,raw-bind", "Comma-separated contenders to run.")
+		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,raw-bind", "Comma-separated contenders to run.")
 		pprof     = flag.String("pprof", "", "Write a 10s CPU profile of bindgate's first run to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
@@ -299,7 +303,9 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 	})
 }
 
-func benchPod(i int, gated bool) *corev1.Pod {
+// benchPod is pod i as contender expects it: gated for bindgate, naming
+// bindgate as its scheduler for bindgate-schedulername, plain otherwise.
+func benchPod(i int, contender string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pod-%06d", i)},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
@@ -307,9 +313,13 @@ func benchPod(i int, gated bool) *corev1.Pod {
 				corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"),
 			}}}}},
 	}
-	if gated {
+	switch contender {
+	case Bindgate:
 		p.Labels = map[string]string{bindgatev1alpha1.PolicyLabel: "bench"}
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: bindgatev1alpha1.SchedulingGate}}
+	case BindgateSchedulerName:
+		p.Labels = map[string]string{bindgatev1alpha1.PolicyLabel: "bench"}
+		p.Spec.SchedulerName = bindgatev1alpha1.SchedulerName
 	}
 	return p
 }
@@ -361,7 +371,8 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	if _, err := cp.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}, metav1.CreateOptions{}); err != nil {
 		return fail(err)
 	}
-	if contender == Bindgate {
+	isBindgate := contender == Bindgate || contender == BindgateSchedulerName
+	if isBindgate {
 		pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 			Spec: bindgatev1alpha1.BindingPolicySpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bench"}}}}
 		if err := cp.cl.Create(ctx, pol); err != nil {
@@ -371,10 +382,9 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	if err := createNodes(ctx, cp.fast, w.Nodes); err != nil {
 		return fail(fmt.Errorf("creating nodes: %w", err))
 	}
-	gated := contender == Bindgate
 	if w.Rate == 0 {
 		if err := parallel(w.Pods, 32, func(i int) error {
-			_, err := cp.fast.CoreV1().Pods("bench").Create(ctx, benchPod(i, gated), metav1.CreateOptions{})
+			_, err := cp.fast.CoreV1().Pods("bench").Create(ctx, benchPod(i, contender), metav1.CreateOptions{})
 			return err
 		}); err != nil {
 			return fail(fmt.Errorf("creating pods: %w", err))
@@ -392,7 +402,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	start := time.Now()
 	tr.start = start
 	switch contender {
-	case Bindgate:
+	case Bindgate, BindgateSchedulerName:
 		proc = exec.CommandContext(ctx, rc.bindgate, "--kubeconfig", cp.kubeconfig, "--leader-elect=false",
 			"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
 		if rc.pprof != "" {
@@ -452,7 +462,7 @@ leaderElection:
 	if w.Rate > 0 {
 		time.Sleep(3 * time.Second) // let the contender sync its caches
 		want = w.Rate * int(w.Duration/time.Second)
-		go stream(ctx, cp.fast, tr, w, gated)
+		go stream(ctx, cp.fast, tr, w, contender)
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for tr.count.Load() < int64(want) {
@@ -472,7 +482,7 @@ leaderElection:
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
 	}
-	if contender == Bindgate {
+	if isBindgate {
 		res.Phases = phaseMeans(ctx)
 	}
 	after, err := writeCounts(ctx, cp.cs)
@@ -550,7 +560,7 @@ func rawBind(ctx context.Context, cs kubernetes.Interface, w workload) {
 }
 
 // stream creates pods at w.Rate per second for w.Duration.
-func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workload, gated bool) {
+func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workload, contender string) {
 	total := w.Rate * int(w.Duration/time.Second)
 	interval := time.Second / time.Duration(w.Rate)
 	next := time.Now()
@@ -561,7 +571,7 @@ func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workloa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			p := benchPod(i, gated)
+			p := benchPod(i, contender)
 			now := time.Now()
 			tr.mu.Lock()
 			tr.created[p.Name] = now

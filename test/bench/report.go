@@ -85,6 +85,7 @@ func render(workloads []string, results []result, args []string) string {
 	b.WriteString("with every node (Ready, untainted, 32 CPU / 128Gi / 110 pods) and pod (100m / 128Mi) created before it starts. ")
 	b.WriteString("Contenders alternate order between repetitions; figures are medians. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
 	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false`.\n")
+	b.WriteString("- **bindgate-schedulername** (for comparison): the same, but the pods are not gated and name `schedulerName: bindgate` — no gate to remove, so the same writes as kube-scheduler.\n")
 	b.WriteString("- **kube-scheduler** v1.37.2 from the same pinned module: ungated pods, default profile, `clientConnection.qps/burst` 5000, leader election off.\n")
 	b.WriteString("- **raw-bind**: the bench itself POSTs `pods/binding` from 32 workers with no placement logic — the write ceiling of the machine.\n\n")
 	b.WriteString("pods/s is pods bound divided by the first-bind→last-bind window (stream: by the time from start to the last bind); ")
@@ -94,7 +95,7 @@ func render(workloads []string, results []result, args []string) string {
 		b.WriteString("| contender | runs | pods/s | × kube-scheduler | × raw ceiling | peak RSS MiB | writes/pod | p50 | p99 |\n|---|---|---|---|---|---|---|---|---|\n")
 		ks := summarize(results, w, KubeScheduler)
 		raw := summarize(results, w, RawBind)
-		for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+		for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, RawBind} {
 			s := summarize(results, w, c)
 			if s.runs == 0 && len(s.errs) == 0 {
 				continue
@@ -121,7 +122,7 @@ func render(workloads []string, results []result, args []string) string {
 			}
 		}
 		renderCPU(&b, results, w)
-		for _, c := range []string{Bindgate, KubeScheduler} {
+		for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler} {
 			s := summarize(results, w, c)
 			if len(s.writesBy) == 0 {
 				continue
@@ -167,7 +168,7 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 	}
 	b.WriteString("\nCPU per bound pod (ms, medians; the contender's own process, etcd, kube-apiserver):\n\n")
 	b.WriteString("| contender | own process | etcd | kube-apiserver | total |\n|---|---|---|---|---|\n")
-	for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+	for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, RawBind} {
 		m, ok := byProc[c]
 		if !ok {
 			continue
@@ -189,7 +190,7 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 	sort.Strings(order)
 	b.WriteString("\nkube-apiserver CPU per bound pod by request kind (ms; shares from a 5 s CPU profile of the first repetition, scaled to its CPU per pod):\n\n| request kind |")
 	var cs []string
-	for _, c := range []string{Bindgate, KubeScheduler, RawBind} {
+	for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, RawBind} {
 		if _, ok := byKind[c]; ok {
 			cs = append(cs, c)
 			fmt.Fprintf(b, " %s |", c)
@@ -214,6 +215,7 @@ func plotCurves(path string, results []result) error {
 	p.Y.Label.Text = "pods bound"
 	colors := map[string]color.RGBA{
 		Bindgate: {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, KubeScheduler: {R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, RawBind: {R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
+		BindgateSchedulerName: {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	}
 	var workload string
 	drawn := map[string]bool{}
