@@ -75,7 +75,6 @@ func summarize(results []result, workload, contender string) summary {
 
 func render(workloads []string, results []result, args []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Benchmarks: bindgate vs kube-scheduler\n\n")
 	fmt.Fprintf(&b, "Measured %s on %d CPUs (%s/%s) with `make bench`", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	if len(args) > 0 {
 		fmt.Fprintf(&b, " (`go run ./test/bench %s`)", strings.Join(args, " "))

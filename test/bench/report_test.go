@@ -1,0 +1,127 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/pprof/profile"
+)
+
+// TestWriteReport: a new run replaces only the generated part of the
+// report; the analysis around it survives.
+func TestWriteReport(t *testing.T) {
+	cases := map[string]struct {
+		existing string // "" = no file
+		want     string
+	}{
+		"new file": {
+			want: "# Benchmarks: bindgate vs kube-scheduler\n\n" + beginMark + "\nnew\n" + endMark + "\n",
+		},
+		"analysis around the markers is kept": {
+			existing: "# Title\n\nintro\n\n" + beginMark + "\nold\nresults\n" + endMark + "\n\n## Analysis\n\ntext\n",
+			want:     "# Title\n\nintro\n\n" + beginMark + "\nnew\n" + endMark + "\n\n## Analysis\n\ntext\n",
+		},
+		"end marker at end of file without newline": {
+			existing: "intro\n" + beginMark + "\nold\n" + endMark,
+			want:     "intro\n" + beginMark + "\nnew\n" + endMark + "\n",
+		},
+		"file without markers is replaced": {
+			existing: "old report\n",
+			want:     "# Benchmarks: bindgate vs kube-scheduler\n\n" + beginMark + "\nnew\n" + endMark + "\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "benchmarks.md")
+			if tc.existing != "" {
+				if err := os.WriteFile(path, []byte(tc.existing), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := writeReport(path, "new\n"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestClassify: a CPU sample is named by the first request kind one of its
+// frames matches, wherever in the stack the frame is.
+func TestClassify(t *testing.T) {
+	sample := func(funcs ...string) *profile.Sample {
+		s := &profile.Sample{}
+		for _, f := range funcs {
+			s.Location = append(s.Location, &profile.Location{Line: []profile.Line{{Function: &profile.Function{Name: f}}}})
+		}
+		return s
+	}
+	cases := map[string]struct {
+		sample *profile.Sample
+		want   string
+	}{
+		"patch work in the finisher goroutine": {
+			sample: sample("sigs.k8s.io/structured-merge-diff/v6/typed.handleAtom",
+				"k8s.io/apiserver/pkg/storage/cacher.(*CacheDelegator).GuaranteedUpdate",
+				"k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).patchResource.func3",
+				"k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1"),
+			want: "PATCH pods",
+		},
+		"binding": {
+			sample: sample("k8s.io/kubernetes/pkg/registry/core/pod/storage.(*BindingREST).Create",
+				"k8s.io/apiserver/pkg/endpoints/handlers.CreateNamedResource.createHandler.func1.2"),
+			want: "POST pods/binding",
+		},
+		"event creation": {
+			sample: sample("k8s.io/apiserver/pkg/registry/generic/registry.(*Store).Create",
+				"k8s.io/apiserver/pkg/endpoints/handlers.CreateResource.createHandler.func1.2"),
+			want: "POST (events, pods)",
+		},
+		"client certificate check": {
+			sample: sample("crypto/x509.(*Certificate).Verify",
+				"k8s.io/apiserver/pkg/authentication/request/x509.(*Authenticator).AuthenticateRequest",
+				"k8s.io/apiserver/pkg/endpoints/filters.withAuthentication.func1"),
+			want: "authentication",
+		},
+		"watch dispatch": {
+			sample: sample("k8s.io/apiserver/pkg/storage/cacher.(*cachingObject).CacheEncode",
+				"k8s.io/apiserver/pkg/storage/cacher.(*cacheWatcher).processInterval"),
+			want: "watch",
+		},
+		"nothing known": {
+			sample: sample("golang.org/x/net/http2.(*serverConn).serve"),
+			want:   KindOther,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := classify(tc.sample); got != tc.want {
+				t.Errorf("classify = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
