@@ -81,8 +81,9 @@ type Cache struct {
 	nodes  map[string]*framework.NodeInfo
 	pods   map[types.UID]*entry
 	policy map[string]*framework.Resource // held per policy: reserved + bound by it
-	// order lists node names in arrival order, for sampling.
-	order []string
+	// order lists the nodes in arrival order, for sampling (the same
+	// NodeInfo as in nodes: a visit needs no map lookup).
+	order []*framework.NodeInfo
 	next  atomic.Int64
 }
 
@@ -107,7 +108,7 @@ func (c *Cache) UpsertNode(node *corev1.Node) {
 	if !ok {
 		ni = framework.NewNodeInfo(node)
 		c.nodes[node.Name] = ni
-		c.order = append(c.order, node.Name)
+		c.order = append(c.order, ni)
 		// Count what is already known to be on the node.
 		for _, e := range c.pods {
 			if e.node == node.Name && e.counted() {
@@ -128,7 +129,7 @@ func (c *Cache) DeleteNode(name string) {
 		return
 	}
 	delete(c.nodes, name)
-	c.order = slices.DeleteFunc(c.order, func(n string) bool { return n == name })
+	c.order = slices.DeleteFunc(c.order, func(ni *framework.NodeInfo) bool { return ni.Node.Name == name })
 }
 
 // Node returns the node object, if known.
@@ -472,7 +473,7 @@ func (c *Cache) VisitNodes(visit func(*framework.NodeInfo) bool) {
 	visited := 0
 	for i := range n {
 		visited++
-		if ni, ok := c.nodes[c.order[(start+i)%n]]; ok && !visit(ni) {
+		if !visit(c.order[(start+i)%n]) {
 			break
 		}
 	}

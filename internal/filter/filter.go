@@ -25,7 +25,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
@@ -57,7 +56,7 @@ func (PolicyNodeSelector) Filter(_ context.Context, state *framework.CycleState,
 	if state.PolicyNodeSelector == nil {
 		return nil
 	}
-	if !state.PolicyNodeSelector.Matches(labels.Set(ni.Node.Labels)) {
+	if !ni.MatchesPolicy(state.Policy.UID, state.Policy.Generation, state.PolicyNodeSelector) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPolicyNodeSelector)
 	}
 	return nil

@@ -17,8 +17,12 @@ limitations under the License.
 package framework
 
 import (
+	"sync/atomic"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -175,6 +179,35 @@ type NodeInfo struct {
 	NonZeroMemory   int64
 	// PodCount counts pods and reservations.
 	PodCount int64
+
+	// policyMatch remembers whether Node matched the nodeSelector of the
+	// last policy generation asked (MatchesPolicy).
+	policyMatch atomic.Pointer[policyMatch]
+}
+
+type policyMatch struct {
+	uid        types.UID
+	generation int64
+	node       *corev1.Node
+	matches    bool
+}
+
+// MatchesPolicy says whether the node's labels match sel, the parsed
+// spec.nodeSelector of the policy with uid and generation. The answer is
+// remembered until the node object or the policy generation changes, so
+// the cycles of one policy's pods do not match labels on every node again
+// (it is a tenth of a cycle's CPU on thousands of nodes). Callers hold the
+// node cache's lock, at least for reading; concurrent callers are safe.
+func (ni *NodeInfo) MatchesPolicy(uid types.UID, generation int64, sel labels.Selector) bool {
+	if uid == "" { // not from the API server: nothing to key on
+		return sel.Matches(labels.Set(ni.Node.Labels))
+	}
+	if m := ni.policyMatch.Load(); m != nil && m.node == ni.Node && m.uid == uid && m.generation == generation {
+		return m.matches
+	}
+	ok := sel.Matches(labels.Set(ni.Node.Labels))
+	ni.policyMatch.Store(&policyMatch{uid: uid, generation: generation, node: ni.Node, matches: ok})
+	return ok
 }
 
 // NewNodeInfo makes an empty NodeInfo for node.
@@ -184,10 +217,10 @@ func NewNodeInfo(node *corev1.Node) *NodeInfo {
 
 // Clone copies ni (the Node object is shared: it is read-only).
 func (ni *NodeInfo) Clone() *NodeInfo {
-	c := *ni
-	c.Allocatable = ni.Allocatable.Clone()
-	c.Requested = ni.Requested.Clone()
-	return &c
+	return &NodeInfo{
+		Node: ni.Node, Allocatable: ni.Allocatable.Clone(), Requested: ni.Requested.Clone(),
+		NonZeroMilliCPU: ni.NonZeroMilliCPU, NonZeroMemory: ni.NonZeroMemory, PodCount: ni.PodCount,
+	}
 }
 
 // AddPod accounts a pod's requests on the node (sign +1) or removes them (-1).

@@ -94,10 +94,10 @@ func (Fit) Filter(_ context.Context, state *framework.CycleState, _ *corev1.Pod,
 }
 
 // resourceScore is the per-resource vector scoring works on: cpu and memory
-// with weight 1 each (kube-scheduler's defaults), plus any extended resource
-// the pod requests.
+// with weight 1 each (kube-scheduler's defaults). Fixed-size arrays keep it
+// on the stack: Score runs for hundreds of nodes per cycle.
 type resourceScore struct {
-	requested, allocated, allocatable []int64
+	requested, allocated, allocatable [2]int64
 }
 
 func vectors(_ *corev1.Pod, state *framework.CycleState, ni *framework.NodeInfo, useRequested bool) resourceScore {
@@ -110,10 +110,10 @@ func vectors(_ *corev1.Pod, state *framework.CycleState, ni *framework.NodeInfo,
 		podCPU, podMem = state.NonZeroMilliCPU, state.NonZeroMemory
 	}
 	v := resourceScore{
-		allocatable: []int64{ni.Allocatable.MilliCPU, ni.Allocatable.Memory},
-		allocated:   []int64{nodeCPU, nodeMem},
+		allocatable: [2]int64{ni.Allocatable.MilliCPU, ni.Allocatable.Memory},
+		allocated:   [2]int64{nodeCPU, nodeMem},
+		requested:   [2]int64{nodeCPU + podCPU, nodeMem + podMem},
 	}
-	v.requested = []int64{nodeCPU + podCPU, nodeMem + podMem}
 	for i := range v.allocatable {
 		if v.allocatable[i] == 0 {
 			v.requested[i], v.allocated[i] = 0, 0
@@ -208,12 +208,12 @@ func (s Scorer) Score(_ context.Context, state *framework.CycleState, pod *corev
 	switch s.Strategy {
 	case bindgatev1alpha1.MostAllocated:
 		v := vectors(pod, state, ni, false)
-		return MostAllocatedScore(v.requested, v.allocatable), nil
+		return MostAllocatedScore(v.requested[:], v.allocatable[:]), nil
 	case bindgatev1alpha1.BalancedAllocation:
 		v := vectors(pod, state, ni, true)
-		return BalancedAllocationScore(v.requested, v.allocated, v.allocatable), nil
+		return BalancedAllocationScore(v.requested[:], v.allocated[:], v.allocatable[:]), nil
 	default:
 		v := vectors(pod, state, ni, false)
-		return LeastAllocatedScore(v.requested, v.allocatable), nil
+		return LeastAllocatedScore(v.requested[:], v.allocatable[:]), nil
 	}
 }
