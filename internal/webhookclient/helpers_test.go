@@ -172,6 +172,10 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-rec.release:
 		}
+		// A hanging server never answers: abort instead of letting net/http
+		// send an implicit 200 that a client racing its own deadline could
+		// still read.
+		panic(http.ErrAbortHandler)
 	case "/redirect":
 		http.Redirect(w, r, rec.redirect, http.StatusFound)
 	default:
