@@ -130,6 +130,23 @@ func (e *Env) Stop() error {
 	return e.env.Stop()
 }
 
+// Main is a package's TestMain body: it starts a control plane into *env,
+// runs the tests, stops the control plane and exits with the tests' code.
+// A control plane that does not start fails the package (never a skip).
+func Main(m interface{ Run() int }, env **Env, opts ...Option) {
+	e, err := Start(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
 func writeKubeconfig(env *envtest.Environment) (string, error) {
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "bindgate-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
