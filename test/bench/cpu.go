@@ -54,11 +54,7 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // metricCPU reads process_cpu_seconds_total from a Prometheus text page.
-func metricCPU(ctx context.Context, get func(context.Context) ([]byte, error)) (time.Duration, error) {
-	raw, err := get(ctx)
-	if err != nil {
-		return 0, err
-	}
+func metricCPU(raw []byte) (time.Duration, error) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -78,18 +74,18 @@ func metricCPU(ctx context.Context, get func(context.Context) ([]byte, error)) (
 // contender.
 type cpuSnapshot map[string]time.Duration
 
-func (cp *controlPlane) cpu(ctx context.Context, contender string, pid int) cpuSnapshot {
+// cpu takes the snapshot; apiMetrics is kube-apiserver's /metrics page,
+// already scraped for the write counts.
+func (cp *controlPlane) cpu(ctx context.Context, apiMetrics []byte, contender string, pid int) cpuSnapshot {
 	s := cpuSnapshot{}
-	if d, err := metricCPU(ctx, func(ctx context.Context) ([]byte, error) {
-		return cp.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	}); err == nil {
+	if d, err := metricCPU(apiMetrics); err == nil {
 		s["kube-apiserver"] = d
 	}
 	if u := cp.env.ControlPlane.Etcd.URL; u != nil {
-		if d, err := metricCPU(ctx, func(ctx context.Context) ([]byte, error) {
-			return httpGet(ctx, u.String()+"/metrics")
-		}); err == nil {
-			s["etcd"] = d
+		if raw, err := httpGet(ctx, u.String()+"/metrics"); err == nil {
+			if d, err := metricCPU(raw); err == nil {
+				s["etcd"] = d
+			}
 		}
 	}
 	if pid > 0 {

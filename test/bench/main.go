@@ -23,10 +23,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +137,10 @@ func main() {
 		order = append(order, w.Name)
 		var contenders []string
 		for _, c := range strings.Split(*only2, ",") {
+			if !slices.Contains([]string{Bindgate, BindgateSchedulerName, KubeScheduler, RawBind}, c) {
+				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler or raw-bind)\n", c)
+				os.Exit(2)
+			}
 			if c != RawBind || w.Rate == 0 {
 				contenders = append(contenders, c)
 			}
@@ -391,11 +395,12 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 		}
 	}
 	tr := newTracker(ctx, cp.fast)
-	before, err := writeCounts(ctx, cp.cs)
+	apiBefore, err := cp.apiMetrics(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	cpuBefore := cp.cpu(ctx, contender, 0)
+	before := writeCounts(apiBefore)
+	cpuBefore := cp.cpu(ctx, apiBefore, contender, 0)
 	cpuBefore[contender] = 0
 
 	var proc *exec.Cmd
@@ -478,16 +483,17 @@ leaderElection:
 	if proc != nil {
 		pid = proc.Process.Pid
 	}
-	res.CPU = perPod(cpuBefore, cp.cpu(ctx, contender, pid), want)
+	apiAfter, err := cp.apiMetrics(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	after := writeCounts(apiAfter)
+	res.CPU = perPod(cpuBefore, cp.cpu(ctx, apiAfter, contender, pid), want)
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
 	}
 	if isBindgate {
 		res.Phases = phaseMeans(ctx)
-	}
-	after, err := writeCounts(ctx, cp.cs)
-	if err != nil {
-		return fail(err)
 	}
 	res.Writes = map[string]float64{}
 	res.WriteLatency = map[string]float64{}
@@ -581,15 +587,21 @@ func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workloa
 	}
 }
 
-// writeCounts reads apiserver_request_total for mutating verbs, keyed by
-// "VERB resource[/subresource]".
-func writeCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+// apiMetrics scrapes kube-apiserver's /metrics page.
+func (cp *controlPlane) apiMetrics(ctx context.Context) ([]byte, error) {
+	raw, err := cp.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("scraping /metrics: %w", err)
+		return nil, fmt.Errorf("scraping kube-apiserver /metrics: %w", err)
 	}
+	return raw, nil
+}
+
+// writeCounts reads apiserver_request_total (and the matching
+// apiserver_request_duration_seconds_sum, keyed "seconds ...") for mutating
+// verbs from a /metrics page, keyed by "VERB resource[/subresource]".
+func writeCounts(raw []byte) map[string]float64 {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -621,7 +633,7 @@ func writeCounts(ctx context.Context, cs kubernetes.Interface) (map[string]float
 		}
 		out[key] += v
 	}
-	return out, nil
+	return out
 }
 
 func parseLabels(s string) map[string]string {
@@ -654,17 +666,12 @@ func peakRSS(pid int) float64 {
 // phaseMeans scrapes bindgate's metrics for the mean duration of each
 // extension point and of the bind calls.
 func phaseMeans(ctx context.Context) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:18080/metrics", nil)
+	raw, err := httpGet(ctx, "http://127.0.0.1:18080/metrics")
 	if err != nil {
 		return ""
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = resp.Body.Close() }()
 	sums, counts := map[string]float64{}, map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
