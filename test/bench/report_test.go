@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
@@ -123,5 +124,26 @@ func TestClassify(t *testing.T) {
 				t.Errorf("classify = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCPUReaders: process CPU comes from /proc and from a metrics page;
+// a page without the metric is an error, not a zero.
+func TestCPUReaders(t *testing.T) {
+	got, err := metricCPU([]byte("# HELP x\nprocess_cpu_seconds_total 12.5\nother 1\n"))
+	if err != nil || got != 12500*time.Millisecond {
+		t.Errorf("metricCPU = %v, %v; want 12.5s", got, err)
+	}
+	if _, err := metricCPU([]byte("other 1\n")); err == nil {
+		t.Error("metricCPU of a page without process_cpu_seconds_total: want an error")
+	}
+	// Burn a little CPU so this process has some to report.
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	if d, err := procCPU(os.Getpid()); err != nil || d <= 0 {
+		t.Errorf("procCPU(self) = %v, %v; want > 0", d, err)
+	}
+	if diff := cmp.Diff(map[string]float64{"etcd": 1.5}, perPod(cpuSnapshot{"etcd": time.Second}, cpuSnapshot{"etcd": 4 * time.Second, "new": time.Second}, 2000)); diff != "" {
+		t.Errorf("perPod (-want +got):\n%s", diff)
 	}
 }
