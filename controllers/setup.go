@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -134,6 +135,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	sched.Wake = pods.wake
 	sched.Filters = append(sched.Filters, permits.VolumeFilter())
 	sched.DurableAlways = opts.DurableReservations == DurableAlways
+	sched.UngateMethod = ungateMethod(ctx, mgr)
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pod controller: %w", err)
@@ -167,4 +169,23 @@ func revalidate(c *cache.Cache) ledger.Validator {
 		}
 		return lost
 	}
+}
+
+// ungateMethod asks the API server its version once: pods are ungated by a
+// whole-pod update when it is not newer than this binary, else by a patch.
+func ungateMethod(ctx context.Context, mgr ctrl.Manager) bind.Method {
+	log := ctrl.LoggerFrom(ctx).WithName("setup")
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		log.Error(err, "Unable to create a discovery client; ungating by patch")
+		return bind.ByPatch
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		log.Error(err, "Unable to read the API server version; ungating by patch")
+		return bind.ByPatch
+	}
+	m := bind.MethodFor(info)
+	log.Info("Chose how to lift the scheduling gate", "method", m, "apiServerVersion", info.GitVersion)
+	return m
 }

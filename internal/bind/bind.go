@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package bind is the Bind phase: one patch that removes bindgate's gate
+// Package bind is the Bind phase: one write that removes bindgate's gate
 // and pins the pod to its node, then POST pods/binding with the pod's UID as
 // precondition.
 package bind
@@ -23,6 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 
@@ -30,6 +31,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -95,12 +98,61 @@ type ungateSpec struct {
 	NodeSelector    map[string]string          `json:"nodeSelector,omitempty"`
 }
 
+// Method is how Ungate writes the pod.
+type Method int
+
+const (
+	// ByPatch sends a JSON merge patch of the changed fields. It keeps every
+	// field of the pod whatever this binary knows of the pod type, so it is
+	// the method for API servers newer than the compiled-in client.
+	ByPatch Method = iota
+	// ByUpdate sends the whole changed pod (PUT, protobuf). The API server
+	// then decodes protobuf instead of converting the stored pod to JSON,
+	// applying the patch and decoding the result back: in make bench about
+	// a tenth less API-server CPU per gated pod. An update carries only the
+	// fields this binary can decode, so it is used only when the API server
+	// is not newer than the client (see MethodFor).
+	ByUpdate
+)
+
+// String names the method in logs.
+func (m Method) String() string {
+	if m == ByUpdate {
+		return "update"
+	}
+	return "patch"
+}
+
+// CompiledAPIMinor is the minor version of the k8s.io/api module this binary
+// is built with (v0.37.x holds the types of Kubernetes 1.37). A test keeps it
+// in step with go.mod.
+const CompiledAPIMinor = 37
+
+// MethodFor picks ByUpdate when the API server's minor version is not newer
+// than the pod type compiled into this binary (so an update drops no field
+// the server knows of), and ByPatch otherwise or when the server's version
+// is unknown.
+func MethodFor(server *version.Info) Method {
+	if server == nil {
+		return ByPatch
+	}
+	sv, err := utilversion.ParseGeneric(server.GitVersion)
+	if err != nil {
+		return ByPatch
+	}
+	if sv.Major() == 1 && sv.Minor() <= CompiledAPIMinor {
+		return ByUpdate
+	}
+	return ByPatch
+}
+
 // Ungate removes bindgate's gate and, unless the pod names bindgate as its
 // scheduler, pins it to node with a kubernetes.io/hostname nodeSelector, in
-// one optimistic-locked patch that also records the policy in the pod's
-// annotations (so a restart between this patch and the bind resumes the
-// pod). pod is updated in place from the API server's answer.
-func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node, policy string) error {
+// one optimistic-locked write (method) that also records the policy in the
+// pod's annotations (so a restart between this write and the bind resumes
+// the pod). pod is updated in place from the API server's answer, and left
+// as it was when the write fails.
+func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node, policy string, method Method) error {
 	if !HasGate(pod) {
 		return nil
 	}
@@ -119,6 +171,9 @@ func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.
 		}
 		patch.Spec.NodeSelector = map[string]string{HostnameLabel: host}
 	}
+	if method == ByUpdate {
+		return ungateByUpdate(ctx, c, pod, &patch)
+	}
 	data, err := json.Marshal(patch)
 	if err != nil {
 		return fmt.Errorf("encoding the ungate patch: %w", err)
@@ -126,6 +181,28 @@ func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.
 	if err := c.Patch(ctx, pod, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return fmt.Errorf("removing the scheduling gate: %w", err)
 	}
+	return nil
+}
+
+// ungateByUpdate applies patch to a copy of pod and PUTs it; the copy's
+// resourceVersion is the one read, so the update is optimistic-locked too.
+func ungateByUpdate(ctx context.Context, c client.Client, pod *corev1.Pod, patch *ungatePatch) error {
+	updated := pod.DeepCopy()
+	updated.Spec.SchedulingGates = patch.Spec.SchedulingGates
+	if len(patch.Spec.NodeSelector) > 0 {
+		if updated.Spec.NodeSelector == nil {
+			updated.Spec.NodeSelector = make(map[string]string, len(patch.Spec.NodeSelector))
+		}
+		maps.Copy(updated.Spec.NodeSelector, patch.Spec.NodeSelector)
+	}
+	if updated.Annotations == nil {
+		updated.Annotations = make(map[string]string, len(patch.Metadata.Annotations))
+	}
+	maps.Copy(updated.Annotations, patch.Metadata.Annotations)
+	if err := c.Update(ctx, updated); err != nil {
+		return fmt.Errorf("removing the scheduling gate: %w", err)
+	}
+	*pod = *updated
 	return nil
 }
 

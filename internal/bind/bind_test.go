@@ -19,12 +19,18 @@ package bind
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -37,9 +43,10 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 func gate(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGate{Name: name} }
 
-// TestUngate runs the ungate patch against the real API server: bindgate's
-// gate goes, other gates and the pod's own nodeSelector and annotations stay,
-// the pin is added unless the pod names bindgate as its scheduler.
+// TestUngate runs both ungate methods against the real API server:
+// bindgate's gate goes, other gates and the pod's own nodeSelector and
+// annotations stay, the pin is added unless the pod names bindgate as its
+// scheduler.
 func TestUngate(t *testing.T) {
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ungate"}}); err != nil {
@@ -81,65 +88,195 @@ func TestUngate(t *testing.T) {
 		},
 	}
 	i := 0
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			i++
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ungate", Name: fmt.Sprintf("pod-%d", i), Annotations: map[string]string{"team": "x"}},
-				Spec: corev1.PodSpec{SchedulingGates: tc.gates, NodeSelector: tc.nodeSelector, SchedulerName: tc.schedulerName,
-					Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
-			}
-			if err := env.Client.Create(ctx, pod); err != nil {
-				t.Fatal(err)
-			}
-			if err := Ungate(ctx, env.Client, pod, tc.node, "p1"); err != nil {
-				t.Fatal(err)
-			}
-			got := &corev1.Pod{}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
-				t.Fatal(err)
-			}
-			tc.want.Annotations = map[string]string{"team": "x", bindgatev1alpha1.PolicyAnnotation: "p1"}
-			gotWant := want{Gates: got.Spec.SchedulingGates, NodeSelector: got.Spec.NodeSelector, Annotations: got.Annotations}
-			if diff := cmp.Diff(tc.want, gotWant); diff != "" {
-				t.Errorf("pod after Ungate (-want +got):\n%s", diff)
-			}
-			if got.ResourceVersion != pod.ResourceVersion {
-				t.Errorf("pod not updated in place: resourceVersion %s, API server has %s", pod.ResourceVersion, got.ResourceVersion)
-			}
-		})
+	for _, method := range []Method{ByPatch, ByUpdate} {
+		for name, tc := range cases {
+			t.Run(method.String()+"/"+name, func(t *testing.T) {
+				i++
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ungate", Name: fmt.Sprintf("pod-%d", i), Annotations: map[string]string{"team": "x"}},
+					Spec: corev1.PodSpec{SchedulingGates: tc.gates, NodeSelector: tc.nodeSelector, SchedulerName: tc.schedulerName,
+						Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+				}
+				if err := env.Client.Create(ctx, pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := Ungate(ctx, env.Client, pod, tc.node, "p1", method); err != nil {
+					t.Fatal(err)
+				}
+				got := &corev1.Pod{}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+					t.Fatal(err)
+				}
+				tc.want.Annotations = map[string]string{"team": "x", bindgatev1alpha1.PolicyAnnotation: "p1"}
+				gotWant := want{Gates: got.Spec.SchedulingGates, NodeSelector: got.Spec.NodeSelector, Annotations: got.Annotations}
+				if diff := cmp.Diff(tc.want, gotWant); diff != "" {
+					t.Errorf("pod after Ungate (-want +got):\n%s", diff)
+				}
+				if got.ResourceVersion != pod.ResourceVersion {
+					t.Errorf("pod not updated in place: resourceVersion %s, API server has %s", pod.ResourceVersion, got.ResourceVersion)
+				}
+			})
+		}
 	}
 }
 
-// TestUngateConflict: the patch is optimistic-locked, so a pod changed
-// since it was read is not ungated and the caller gets a Conflict.
+// TestUngateConflict: both methods are optimistic-locked, so a pod changed
+// since it was read is not ungated, the caller gets a Conflict and its copy
+// of the pod is left as it was.
 func TestUngateConflict(t *testing.T) {
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "conflict"}}); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "conflict", Name: "pod"},
-		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{gate(bindgatev1alpha1.SchedulingGate)},
-			Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+	for _, method := range []Method{ByPatch, ByUpdate} {
+		t.Run(method.String(), func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "conflict", Name: "pod-" + method.String()},
+				Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{gate(bindgatev1alpha1.SchedulingGate)},
+					Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
+			}
+			if err := env.Client.Create(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			stale := pod.DeepCopy()
+			pod.Labels = map[string]string{"changed": "yes"}
+			if err := env.Client.Update(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			before := stale.DeepCopy()
+			err := Ungate(ctx, env.Client, stale, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, "p1", method)
+			if !apierrors.IsConflict(err) {
+				t.Fatalf("Ungate of a stale pod: got %v, want a Conflict", err)
+			}
+			if method == ByUpdate {
+				// A patch's failed answer is decoded into nothing either;
+				// the update must not leave its edits behind.
+				if diff := cmp.Diff(before, stale); diff != "" {
+					t.Errorf("a refused update changed the caller's pod (-before +after):\n%s", diff)
+				}
+			}
+			got := &corev1.Pod{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+				t.Fatal(err)
+			}
+			if !HasGate(got) || got.Spec.NodeSelector != nil {
+				t.Errorf("a refused write changed the pod: gates %v, nodeSelector %v", got.Spec.SchedulingGates, got.Spec.NodeSelector)
+			}
+		})
 	}
-	if err := env.Client.Create(ctx, pod); err != nil {
+}
+
+// TestMethodFor: an update only against API servers not newer than the
+// compiled-in types; a patch when the server's version is unknown.
+func TestMethodFor(t *testing.T) {
+	cases := map[string]struct {
+		server *version.Info
+		want   Method
+	}{
+		"same minor":             {server: &version.Info{GitVersion: fmt.Sprintf("v1.%d.2", CompiledAPIMinor)}, want: ByUpdate},
+		"older server":           {server: &version.Info{GitVersion: fmt.Sprintf("v1.%d.0", CompiledAPIMinor-2)}, want: ByUpdate},
+		"vendor suffix":          {server: &version.Info{GitVersion: fmt.Sprintf("v1.%d.4-eks-1a2b3c", CompiledAPIMinor)}, want: ByUpdate},
+		"newer server":           {server: &version.Info{GitVersion: fmt.Sprintf("v1.%d.0", CompiledAPIMinor+1)}, want: ByPatch},
+		"unknown server version": {server: &version.Info{}, want: ByPatch},
+		"no server answer":       {server: nil, want: ByPatch},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := MethodFor(tc.server); got != tc.want {
+				t.Errorf("MethodFor(%v) = %v, want %v", tc.server, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCompiledAPIMinorMatchesGoMod: CompiledAPIMinor names the k8s.io/api
+// version go.mod requires, so a bump of the types updates it too.
+func TestCompiledAPIMinorMatchesGoMod(t *testing.T) {
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
 		t.Fatal(err)
 	}
-	stale := pod.DeepCopy()
-	pod.Labels = map[string]string{"changed": "yes"}
-	if err := env.Client.Update(ctx, pod); err != nil {
-		t.Fatal(err)
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) >= 2 && fields[0] == "k8s.io/api" {
+			want := fmt.Sprintf("v0.%d.", CompiledAPIMinor)
+			if !strings.HasPrefix(fields[1], want) {
+				t.Errorf("go.mod requires k8s.io/api %s; CompiledAPIMinor = %d says %sx", fields[1], CompiledAPIMinor, want)
+			}
+			return
+		}
 	}
-	err := Ungate(ctx, env.Client, stale, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, "p1")
-	if !apierrors.IsConflict(err) {
-		t.Fatalf("Ungate of a stale pod: got %v, want a Conflict", err)
+	t.Error("go.mod does not require k8s.io/api")
+}
+
+// BenchmarkUngate measures what lifting the gate costs the API server, per
+// method: b.N gated pods are ungated by 16 workers and the kube-apiserver's
+// process_cpu_seconds_total is read before and after. Reproduce with
+//
+//	go test -run '^$' -bench Ungate -benchtime 1500x -count 3 ./internal/bind/
+func BenchmarkUngate(b *testing.B) {
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{HostnameLabel: "n1"}}}
+	round := 0
+	for _, method := range []Method{ByPatch, ByUpdate} {
+		b.Run(method.String(), func(b *testing.B) {
+			round++
+			ns := fmt.Sprintf("bench-%s-%d", method, round)
+			if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				b.Fatal(err)
+			}
+			pods := make([]*corev1.Pod, b.N)
+			for i := range pods {
+				pods[i] = &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": "bench"}},
+					Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{gate(bindgatev1alpha1.SchedulingGate)},
+						Containers: []corev1.Container{{Name: "c", Image: "pause", Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+						}}}},
+				}
+				if err := env.Client.Create(ctx, pods[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := apiServerCPU(b)
+			b.ResetTimer()
+			work := make(chan *corev1.Pod)
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					for p := range work {
+						if err := Ungate(ctx, env.Client, p, node, "p1", method); err != nil {
+							b.Error(err)
+						}
+					}
+				})
+			}
+			for _, p := range pods {
+				work <- p
+			}
+			close(work)
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric((apiServerCPU(b)-before)*1000/float64(b.N), "apiserver-ms/op")
+		})
 	}
-	got := &corev1.Pod{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
-		t.Fatal(err)
+}
+
+// apiServerCPU reads kube-apiserver's process_cpu_seconds_total.
+func apiServerCPU(b *testing.B) float64 {
+	raw, err := env.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
 	}
-	if !HasGate(got) || got.Spec.NodeSelector != nil {
-		t.Errorf("a refused patch changed the pod: gates %v, nodeSelector %v", got.Spec.SchedulingGates, got.Spec.NodeSelector)
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return f
+		}
 	}
+	b.Fatal("kube-apiserver /metrics has no process_cpu_seconds_total")
+	return 0
 }

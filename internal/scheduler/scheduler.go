@@ -84,6 +84,10 @@ type Scheduler struct {
 	// replicas may run without leader election: the ledger's optimistic
 	// concurrency is then what keeps them from double-booking a node.
 	DurableAlways bool
+	// UngateMethod is how the gate is lifted: a merge patch (the zero
+	// value), or a whole-pod update when the API server is not newer than
+	// this binary (bind.MethodFor).
+	UngateMethod bind.Method
 
 	// Wake, when set, requeues a pod at once (members of a gang reserved
 	// together).
@@ -560,7 +564,7 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 		return out, nil
 	}
 	start := s.Clock.Now()
-	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name); err != nil {
+	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod); err != nil {
 		if apierrors.IsConflict(err) {
 			// The pod changed (another replica, or the user): look again.
 			return Outcome{Result: metrics.ResultError, RequeueAfter: 20 * time.Millisecond}, nil
