@@ -129,6 +129,7 @@ func perPod(before, after cpuSnapshot, pods int) map[string]float64 {
 var requestKinds = []struct{ name, frame string }{
 	{"PATCH pods", "handlers.PatchResource"},
 	{"PATCH pods", "handlers.(*patcher)"},
+	{"PUT pods", "handlers.UpdateResource"},
 	{"POST pods/binding", "handlers.CreateNamedResource"},
 	{"POST pods/binding", "storage.(*BindingREST)"},
 	{"POST (events, pods)", "handlers.CreateResource"},

@@ -92,6 +92,13 @@ func TestClassify(t *testing.T) {
 				"k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1"),
 			want: "PATCH pods",
 		},
+		"update work in the finisher goroutine": {
+			sample: sample("k8s.io/apimachinery/pkg/util/managedfields/internal.(*FieldManager).Update",
+				"k8s.io/apiserver/pkg/storage/cacher.(*CacheDelegator).GuaranteedUpdate",
+				"k8s.io/apiserver/pkg/endpoints/handlers.UpdateResource.func1.4",
+				"k8s.io/apiserver/pkg/endpoints/handlers/finisher.finishRequest.func1"),
+			want: "PUT pods",
+		},
 		"binding": {
 			sample: sample("k8s.io/kubernetes/pkg/registry/core/pod/storage.(*BindingREST).Create",
 				"k8s.io/apiserver/pkg/endpoints/handlers.CreateNamedResource.createHandler.func1.2"),
