@@ -19,6 +19,15 @@ ETCD           := $(LOCALBIN)/etcd
 KWOK           := $(LOCALBIN)/kwok
 HELM           := $(LOCALBIN)/helm
 
+# The Kubernetes binaries are stamped with the pinned release, as release
+# builds are (a plain `go build` reports v0.0.0-master): clients such as
+# bindgate read the API server's version from /version.
+KUBE_VERSION := $(shell awk '{ for (i = 1; i < NF; i++) if ($$i == "k8s.io/kubernetes") { print $$(i+1); exit } }' hack/tools/kubernetes/go.mod)
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean
+
 .PHONY: all
 all: build
 
@@ -101,15 +110,15 @@ $(LOCALBIN):
 
 $(KUBE_APISERVER): | $(LOCALBIN)
 	@echo ">> building kube-apiserver (k8s.io/kubernetes, pinned in hack/tools/kubernetes; cold build takes several minutes)"
-	cd hack/tools/kubernetes && $(GO) build -o $(LOCALBIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd hack/tools/kubernetes && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 
 $(KUBECTL): | $(LOCALBIN)
 	@echo ">> building kubectl (k8s.io/kubernetes, pinned in hack/tools/kubernetes)"
-	cd hack/tools/kubernetes && $(GO) build -o $(LOCALBIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	cd hack/tools/kubernetes && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/kubectl k8s.io/kubernetes/cmd/kubectl
 
 $(KUBE_SCHEDULER): | $(LOCALBIN)
 	@echo ">> building kube-scheduler (k8s.io/kubernetes, pinned in hack/tools/kubernetes)"
-	cd hack/tools/kubernetes && $(GO) build -o $(LOCALBIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+	cd hack/tools/kubernetes && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(LOCALBIN)/kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 
 $(ETCD): | $(LOCALBIN)
 	@echo ">> building etcd (go.etcd.io/etcd/server/v3, pinned in hack/tools/etcd)"

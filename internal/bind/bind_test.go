@@ -280,3 +280,16 @@ func apiServerCPU(b *testing.B) float64 {
 	b.Fatal("kube-apiserver /metrics has no process_cpu_seconds_total")
 	return 0
 }
+
+// TestControlPlaneUngatesByUpdate: the API server make builds reports its
+// release (not v0.0.0-master), so the operator run against it in the tests
+// and in make bench ungates by update.
+func TestControlPlaneUngatesByUpdate(t *testing.T) {
+	info, err := env.Clientset.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := MethodFor(info); got != ByUpdate {
+		t.Errorf("MethodFor(API server %s) = %v, want %v", info.GitVersion, got, ByUpdate)
+	}
+}
