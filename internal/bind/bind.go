@@ -184,25 +184,25 @@ func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.
 	return nil
 }
 
-// ungateByUpdate applies patch to a copy of pod and PUTs it; the copy's
-// resourceVersion is the one read, so the update is optimistic-locked too.
+// ungateByUpdate applies patch to pod and PUTs it; pod's resourceVersion is
+// the one read, so the update is optimistic-locked too. The fields it
+// changes are put back when the update fails (a failed answer is decoded
+// into nothing).
 func ungateByUpdate(ctx context.Context, c client.Client, pod *corev1.Pod, patch *ungatePatch) error {
-	updated := pod.DeepCopy()
-	updated.Spec.SchedulingGates = patch.Spec.SchedulingGates
+	gates, selector, annotations := pod.Spec.SchedulingGates, pod.Spec.NodeSelector, pod.Annotations
+	pod.Spec.SchedulingGates = patch.Spec.SchedulingGates
 	if len(patch.Spec.NodeSelector) > 0 {
-		if updated.Spec.NodeSelector == nil {
-			updated.Spec.NodeSelector = make(map[string]string, len(patch.Spec.NodeSelector))
-		}
-		maps.Copy(updated.Spec.NodeSelector, patch.Spec.NodeSelector)
+		pod.Spec.NodeSelector = make(map[string]string, len(selector)+len(patch.Spec.NodeSelector))
+		maps.Copy(pod.Spec.NodeSelector, selector)
+		maps.Copy(pod.Spec.NodeSelector, patch.Spec.NodeSelector)
 	}
-	if updated.Annotations == nil {
-		updated.Annotations = make(map[string]string, len(patch.Metadata.Annotations))
-	}
-	maps.Copy(updated.Annotations, patch.Metadata.Annotations)
-	if err := c.Update(ctx, updated); err != nil {
+	pod.Annotations = make(map[string]string, len(annotations)+len(patch.Metadata.Annotations))
+	maps.Copy(pod.Annotations, annotations)
+	maps.Copy(pod.Annotations, patch.Metadata.Annotations)
+	if err := c.Update(ctx, pod); err != nil {
+		pod.Spec.SchedulingGates, pod.Spec.NodeSelector, pod.Annotations = gates, selector, annotations
 		return fmt.Errorf("removing the scheduling gate: %w", err)
 	}
-	*pod = *updated
 	return nil
 }
 

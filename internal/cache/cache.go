@@ -117,8 +117,7 @@ func (c *Cache) UpsertNode(node *corev1.Node) {
 		}
 		return
 	}
-	ni.Node = node
-	ni.Allocatable = framework.NewResource(node.Status.Allocatable)
+	ni.SetNode(node)
 }
 
 // DeleteNode removes a node.

@@ -90,7 +90,7 @@ func (TaintToleration) Name() string { return "TaintToleration" }
 
 // Filter implements framework.FilterPlugin.
 func (TaintToleration) Filter(ctx context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.FromContext(ctx), ni.Node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.FromContext(ctx), ni.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, enableComparisonOperators)
 	if untolerated {
@@ -109,7 +109,7 @@ func (NodeUnschedulable) Name() string { return "NodeUnschedulable" }
 
 // Filter implements framework.FilterPlugin.
 func (NodeUnschedulable) Filter(ctx context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	if !ni.Node.Spec.Unschedulable {
+	if !ni.Unschedulable {
 		return nil
 	}
 	if corev1helpers.TolerationsTolerateTaint(klog.FromContext(ctx), pod.Spec.Tolerations, &corev1.Taint{

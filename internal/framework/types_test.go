@@ -19,7 +19,9 @@ package framework
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,5 +63,42 @@ func TestMatchesPolicy(t *testing.T) {
 	}
 	if c := ni.Clone(); c.Node != ni.Node || c.policyMatch.Load() != nil {
 		t.Errorf("Clone: want the same node and no remembered answer")
+	}
+}
+
+// TestSetNode: what the filters read without loading the Node object
+// follows every node update, and Clone keeps it.
+func TestSetNode(t *testing.T) {
+	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	node := func(unschedulable bool, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n"},
+			Spec:       corev1.NodeSpec{Unschedulable: unschedulable, Taints: taints},
+			Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+		}
+	}
+	type derived struct {
+		Unschedulable bool
+		Taints        []corev1.Taint
+		MilliCPU      int64
+		RequestedCPU  int64
+	}
+	get := func(ni *NodeInfo) derived {
+		return derived{ni.Unschedulable, ni.Taints, ni.Allocatable.MilliCPU, ni.Requested.MilliCPU}
+	}
+	ni := NewNodeInfo(node(false))
+	ni.AddPod(&Resource{MilliCPU: 500}, 500, 0, 1)
+	if diff := cmp.Diff(derived{MilliCPU: 2000, RequestedCPU: 500}, get(ni)); diff != "" {
+		t.Errorf("NewNodeInfo (-want +got):\n%s", diff)
+	}
+	updated := node(true, taint)
+	updated.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("4")
+	ni.SetNode(updated)
+	want := derived{Unschedulable: true, Taints: []corev1.Taint{taint}, MilliCPU: 4000, RequestedCPU: 500}
+	if diff := cmp.Diff(want, get(ni)); diff != "" {
+		t.Errorf("after SetNode (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, get(ni.Clone())); diff != "" {
+		t.Errorf("Clone (-want +got):\n%s", diff)
 	}
 }
