@@ -56,7 +56,7 @@ func (PolicyNodeSelector) Filter(_ context.Context, state *framework.CycleState,
 	if state.PolicyNodeSelector == nil {
 		return nil
 	}
-	if !ni.MatchesPolicy(state.Policy.UID, state.Policy.Generation, state.PolicyNodeSelector) {
+	if !ni.MatchesPolicy(state.PolicyKey, state.PolicyNodeSelector) {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonPolicyNodeSelector)
 	}
 	return nil

@@ -71,6 +71,8 @@ type CycleState struct {
 	NonZeroMilliCPU, NonZeroMemory int64
 	// PolicyNodeSelector is the parsed spec.nodeSelector (nil: every node).
 	PolicyNodeSelector labels.Selector
+	// PolicyKey names the policy's generation for NodeInfo.MatchesPolicy.
+	PolicyKey PolicyKey
 	// PolicyNodeSelectorErr is set when spec.nodeSelector does not parse.
 	PolicyNodeSelectorErr error
 	// RequiredNodeAffinity is the pod's nodeSelector and required affinity.
@@ -83,6 +85,7 @@ func NewCycleState(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *Cyc
 	s.NonZeroMilliCPU, s.NonZeroMemory = NonZeroPodRequests(pod)
 	if policy != nil && policy.Spec.NodeSelector != nil {
 		s.PolicyNodeSelector, s.PolicyNodeSelectorErr = metav1.LabelSelectorAsSelector(policy.Spec.NodeSelector)
+		s.PolicyKey = KeyOf(policy.UID, policy.Generation)
 	}
 	return s
 }

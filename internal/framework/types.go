@@ -17,6 +17,7 @@ limitations under the License.
 package framework
 
 import (
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -189,32 +190,62 @@ type NodeInfo struct {
 	PodCount int64
 
 	// policyMatch remembers whether Node matched the nodeSelector of the
-	// last policy generation asked (MatchesPolicy).
-	policyMatch atomic.Pointer[policyMatch]
+	// last policy generation asked (MatchesPolicy): the PolicyKey shifted
+	// left by one, or-ed with the answer; 0 when nothing is remembered.
+	// It lives in the NodeInfo itself (not behind a pointer) so a node walk
+	// loads no other object for it.
+	policyMatch atomic.Uint64
 }
 
-type policyMatch struct {
+// PolicyKey names one generation of one policy for MatchesPolicy; 0 names
+// none.
+type PolicyKey uint64
+
+type policyGeneration struct {
 	uid        types.UID
 	generation int64
-	node       *corev1.Node
-	matches    bool
+}
+
+var (
+	policyKeys    sync.Map // policyGeneration -> PolicyKey
+	lastPolicyKey atomic.Uint64
+)
+
+// KeyOf returns the key of a policy's generation, the same for every call
+// with the same uid and generation (a few bytes are kept per generation
+// ever seen). An empty uid (an object not from the API server) has key 0.
+func KeyOf(uid types.UID, generation int64) PolicyKey {
+	if uid == "" {
+		return 0
+	}
+	k := policyGeneration{uid: uid, generation: generation}
+	if v, ok := policyKeys.Load(k); ok {
+		return v.(PolicyKey)
+	}
+	v, _ := policyKeys.LoadOrStore(k, PolicyKey(lastPolicyKey.Add(1)))
+	return v.(PolicyKey)
 }
 
 // MatchesPolicy says whether the node's labels match sel, the parsed
-// spec.nodeSelector of the policy with uid and generation. The answer is
-// remembered until the node object or the policy generation changes, so
-// the cycles of one policy's pods do not match labels on every node again
-// (it is a tenth of a cycle's CPU on thousands of nodes). Callers hold the
-// node cache's lock, at least for reading; concurrent callers are safe.
-func (ni *NodeInfo) MatchesPolicy(uid types.UID, generation int64, sel labels.Selector) bool {
-	if uid == "" { // not from the API server: nothing to key on
+// spec.nodeSelector of the policy generation key names. The answer is
+// remembered until SetNode replaces the node object or another generation
+// is asked, so the cycles of one policy's pods do not match labels on every
+// node again (it is a tenth of a cycle's CPU on thousands of nodes). Key 0
+// is never remembered. Callers hold the node cache's lock, at least for
+// reading; concurrent callers are safe.
+func (ni *NodeInfo) MatchesPolicy(key PolicyKey, sel labels.Selector) bool {
+	if key == 0 {
 		return sel.Matches(labels.Set(ni.Node.Labels))
 	}
-	if m := ni.policyMatch.Load(); m != nil && m.node == ni.Node && m.uid == uid && m.generation == generation {
-		return m.matches
+	if m := ni.policyMatch.Load(); m>>1 == uint64(key) {
+		return m&1 == 1
 	}
 	ok := sel.Matches(labels.Set(ni.Node.Labels))
-	ni.policyMatch.Store(&policyMatch{uid: uid, generation: generation, node: ni.Node, matches: ok})
+	m := uint64(key) << 1
+	if ok {
+		m |= 1
+	}
+	ni.policyMatch.Store(m)
 	return ok
 }
 
@@ -229,6 +260,7 @@ func NewNodeInfo(node *corev1.Node) *NodeInfo {
 // is derived from it; the pods and reservations counted stay.
 func (ni *NodeInfo) SetNode(node *corev1.Node) {
 	ni.Node = node
+	ni.policyMatch.Store(0)
 	ni.Allocatable = *NewResource(node.Status.Allocatable)
 	ni.Unschedulable = node.Spec.Unschedulable
 	ni.Taints = node.Spec.Taints

@@ -24,45 +24,59 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestMatchesPolicy: the answer is remembered per policy generation and
 // node object, and asked again when either changes. Labels are changed in
 // place below only to tell a remembered answer from a fresh one (the cache
-// replaces the node object on every update).
+// replaces the node object through SetNode on every update).
 func TestMatchesPolicy(t *testing.T) {
 	sel := labels.SelectorFromSet(labels.Set{"pool": "batch"})
+	p1g1, p1g2, p2g2 := KeyOf("p1", 1), KeyOf("p1", 2), KeyOf("p2", 2)
 	steps := []struct {
-		name       string
-		change     func(ni *NodeInfo)
-		uid        types.UID
-		generation int64
-		want       bool
+		name   string
+		change func(ni *NodeInfo)
+		key    PolicyKey
+		want   bool
 	}{
-		{name: "first answer", uid: "p1", generation: 1, want: true},
-		{name: "remembered for the same generation", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "web" }, uid: "p1", generation: 1, want: true},
-		{name: "asked again for a new generation", uid: "p1", generation: 2, want: false},
-		{name: "asked again for another policy", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "batch" }, uid: "p2", generation: 2, want: true},
+		{name: "first answer", key: p1g1, want: true},
+		{name: "remembered for the same generation", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "web" }, key: p1g1, want: true},
+		{name: "asked again for a new generation", key: p1g2, want: false},
+		{name: "asked again for another policy", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "batch" }, key: p2g2, want: true},
 		{name: "asked again for a new node object", change: func(ni *NodeInfo) {
 			n := ni.Node.DeepCopy()
 			n.Labels["pool"] = "web"
-			ni.Node = n
-		}, uid: "p2", generation: 2, want: false},
-		{name: "no uid: never remembered", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "batch" }, uid: "", generation: 0, want: true},
-		{name: "no uid, changed labels", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "web" }, uid: "", generation: 0, want: false},
+			ni.SetNode(n)
+		}, key: p2g2, want: false},
+		{name: "key 0: never remembered", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "batch" }, key: 0, want: true},
+		{name: "key 0, changed labels", change: func(ni *NodeInfo) { ni.Node.Labels["pool"] = "web" }, key: 0, want: false},
 	}
 	ni := NewNodeInfo(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"pool": "batch"}}})
 	for _, s := range steps {
 		if s.change != nil {
 			s.change(ni)
 		}
-		if got := ni.MatchesPolicy(s.uid, s.generation, sel); got != s.want {
+		if got := ni.MatchesPolicy(s.key, sel); got != s.want {
 			t.Errorf("%s: MatchesPolicy = %v, want %v", s.name, got, s.want)
 		}
 	}
-	if c := ni.Clone(); c.Node != ni.Node || c.policyMatch.Load() != nil {
+	if c := ni.Clone(); c.Node != ni.Node || c.policyMatch.Load() != 0 {
 		t.Errorf("Clone: want the same node and no remembered answer")
+	}
+}
+
+// TestKeyOf: one key per policy generation, stable across calls; none for
+// objects without a uid.
+func TestKeyOf(t *testing.T) {
+	a, b, c := KeyOf("uid-a", 1), KeyOf("uid-a", 2), KeyOf("uid-b", 1)
+	if a == 0 || b == 0 || c == 0 || a == b || a == c || b == c {
+		t.Errorf("keys of distinct generations: %d %d %d, want distinct and non-zero", a, b, c)
+	}
+	if again := KeyOf("uid-a", 1); again != a {
+		t.Errorf("KeyOf(uid-a, 1) = %d, then %d", a, again)
+	}
+	if k := KeyOf("", 1); k != 0 {
+		t.Errorf("KeyOf without uid = %d, want 0", k)
 	}
 }
 
