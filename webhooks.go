@@ -44,6 +44,7 @@ const (
 // webhookOptions configure the admission webhook server.
 type webhookOptions struct {
 	certMode string
+	podMode  string
 	port     int
 	certs    certs.Options
 }
@@ -51,6 +52,8 @@ type webhookOptions struct {
 func (o *webhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.certMode, "webhook-cert-mode", certModeNone,
 		"Serve the admission webhooks, and who provides their serving certificate: self-signed (the operator generates and rotates it in --webhook-cert-secret), cert-manager (mounted in --webhook-cert-dir by cert-manager), or none (no webhook).")
+	fs.StringVar(&o.podMode, "pod-webhook-mode", string(podgate.ModeGate),
+		"How the pod webhook hands new pods to bindgate: gate (add the scheduling gate; bindgate lifts it with one more API write before binding) or scheduler-name (set spec.schedulerName: bindgate on pods left to the default scheduler, which saves that write; pods naming another scheduler are gated).")
 	fs.IntVar(&o.port, "webhook-port", 9443, "The port the webhook server listens on.")
 	fs.StringVar(&o.certs.CertDir, "webhook-cert-dir", certs.DefaultCertDir, "The directory holding the webhook's tls.crt and tls.key (the mounted Secret).")
 	fs.StringVar(&o.certs.SecretName, "webhook-cert-secret", certs.DefaultSecretName, "self-signed: the Secret, in the operator's namespace, that holds the serving certificate.")
@@ -60,6 +63,9 @@ func (o *webhookOptions) bindFlags(fs *flag.FlagSet) {
 }
 
 func (o *webhookOptions) validate() error {
+	if _, err := podgate.ParseMode(o.podMode); err != nil {
+		return err
+	}
 	switch o.certMode {
 	case certModeNone, certModeSelfSigned, certModeCertMgr:
 		return nil
@@ -74,8 +80,8 @@ func (o *webhookOptions) server() webhook.Server {
 // registerWebhooks registers the admission handlers on the manager's webhook
 // server (the first registration starts it, so it runs only once a serving
 // certificate exists).
-func registerWebhooks(mgr ctrl.Manager) error {
-	if err := podgate.Setup(mgr); err != nil {
+func registerWebhooks(mgr ctrl.Manager, podMode podgate.Mode) error {
+	if err := podgate.Setup(mgr, podMode); err != nil {
 		return err
 	}
 	return policywebhook.Setup(mgr)
@@ -90,7 +96,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o *webhookOptions) err
 	var serving atomic.Bool
 	switch o.certMode {
 	case certModeCertMgr:
-		if err := registerWebhooks(mgr); err != nil {
+		if err := registerWebhooks(mgr, podgate.Mode(o.podMode)); err != nil {
 			return fmt.Errorf("setting up the webhooks: %w", err)
 		}
 		serving.Store(true)
@@ -106,7 +112,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o *webhookOptions) err
 			case <-ctx.Done():
 				return
 			}
-			if err := registerWebhooks(mgr); err != nil {
+			if err := registerWebhooks(mgr, podgate.Mode(o.podMode)); err != nil {
 				ctrl.Log.WithName("setup").Error(err, "Unable to set up the webhooks")
 				os.Exit(1)
 			}

@@ -87,6 +87,38 @@ func TestHappyPath(t *testing.T) {
 	}
 }
 
+// TestSchedulerNamePods: pods that name bindgate as their scheduler, with no
+// gate (the webhook's scheduler-name mode), are bound within their policy's
+// nodes with a single write: nothing to lift, no pin, the policy recorded on
+// the binding.
+func TestSchedulerNamePods(t *testing.T) {
+	startManager(t, 16)
+	p := uniq("schedname")
+	pool(t, p)
+	allowed := map[string]bool{}
+	for range 2 {
+		allowed[newNode(uniq(p+"-node")).label("pool", p).create(t).Name] = true
+	}
+	newNode(uniq("other")).label("pool", "none").create(t)
+	ns := namespace(t, nil)
+	for i := range 10 {
+		newPod(ns, fmt.Sprintf("pod-%02d", i)).schedulerName().policy(p).req(corev1.ResourceCPU, "100m").create(t)
+	}
+	eventually(t, 60*time.Second, "10 pods bound", func() (bool, error) { return countBound(t, ns) == 10, nil })
+	for _, pod := range listPods(t, ns) {
+		if !allowed[pod.Spec.NodeName] {
+			t.Errorf("pod %s bound to %s, outside the policy's nodes", pod.Name, pod.Spec.NodeName)
+		}
+		if pod.Spec.NodeSelector != nil {
+			t.Errorf("pod %s was pinned (%v): a pod without the gate needs no write before its binding", pod.Name, pod.Spec.NodeSelector)
+		}
+		if got := pod.Annotations[bindgatev1alpha1.PolicyAnnotation]; got != p {
+			t.Errorf("pod %s policy annotation = %q, want %q (from the binding)", pod.Name, got, p)
+		}
+	}
+	waitReservationsEmpty(t, p)
+}
+
 func waitReservationsEmpty(t *testing.T, policy string) {
 	t.Helper()
 	eventually(t, 20*time.Second, "status.reservations of "+policy+" empty", func() (bool, error) {

@@ -196,6 +196,14 @@ func (b *podBuilder) tolerate(k string) *podBuilder {
 	b.p.Spec.Tolerations = append(b.p.Spec.Tolerations, corev1.Toleration{Key: k, Operator: corev1.TolerationOpExists})
 	return b
 }
+
+// schedulerName makes the pod name bindgate as its scheduler instead of
+// carrying the gate (what the webhook's scheduler-name mode does).
+func (b *podBuilder) schedulerName() *podBuilder {
+	b.p.Spec.SchedulingGates = nil
+	b.p.Spec.SchedulerName = bindgatev1alpha1.SchedulerName
+	return b
+}
 func (b *podBuilder) gate(name string) *podBuilder {
 	b.p.Spec.SchedulingGates = append(b.p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: name})
 	return b

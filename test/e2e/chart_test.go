@@ -52,7 +52,7 @@ func TestHelmLint(t *testing.T) {
 }
 
 func TestHelmTemplateRejectsInvalidValues(t *testing.T) {
-	for _, set := range []string{"replicaCount=-1", "webhook.failurePolicy=Sometimes", "webhook.timeoutSeconds=31", "replicaCunt=2"} {
+	for _, set := range []string{"replicaCount=-1", "webhook.failurePolicy=Sometimes", "webhook.mode=schedulerName", "webhook.timeoutSeconds=31", "replicaCunt=2"} {
 		r := run(t, "helm", "template", releaseName, chartDir, "--set", set)
 		if r.err == nil {
 			t.Errorf("helm template --set %s succeeded, want a schema error", set)
@@ -149,6 +149,16 @@ func TestHelmTemplate(t *testing.T) {
 		checkDeployment(t, dep, 3)
 		if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--webhook-cert-mode=cert-manager") {
 			t.Errorf("args %v lack --webhook-cert-mode=cert-manager", dep.Spec.Template.Spec.Containers[0].Args)
+		}
+	})
+
+	t.Run("scheduler-name mode", func(t *testing.T) {
+		dep := one[appsv1.Deployment](t, render(t, "webhook.mode=scheduler-name"), "Deployment")
+		if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--pod-webhook-mode=scheduler-name") {
+			t.Errorf("args %v lack --pod-webhook-mode=scheduler-name", dep.Spec.Template.Spec.Containers[0].Args)
+		}
+		if !slices.Contains(one[appsv1.Deployment](t, render(t), "Deployment").Spec.Template.Spec.Containers[0].Args, "--pod-webhook-mode=gate") {
+			t.Errorf("default args lack --pod-webhook-mode=gate")
 		}
 	})
 

@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Package podgate is the mutating admission webhook that hands new pods to
-// bindgate by adding the scheduling gate scheduling.bindgate.dev/gate.
+// bindgate by adding the scheduling gate scheduling.bindgate.dev/gate, or, in
+// the scheduler-name mode, by naming bindgate as the pod's scheduler.
 //
 // The handler reads no other object: which pods reach it is decided by the
 // webhook configuration alone. Two webhook entries share one path:
@@ -60,14 +61,42 @@ const Path = "/mutate-v1-pod-gate"
 // +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-namespace.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchLabels":{"scheduling.bindgate.dev/enabled":"true"}}}`
 // +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-policy.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"scheduling.bindgate.dev/policy","operator":"Exists"}]}}`
 
-// Handler adds bindgate's scheduling gate to the pods that reach it.
-type Handler struct{}
+// Mode is how the webhook hands a pod to bindgate (--pod-webhook-mode).
+type Mode string
+
+const (
+	// ModeGate adds bindgate's scheduling gate. bindgate lifts it with one
+	// more API write before the binding; until then an admin may remove the
+	// gate to hand the pod back to kube-scheduler.
+	ModeGate Mode = "gate"
+	// ModeSchedulerName sets spec.schedulerName: bindgate on pods left to
+	// the default scheduler: kube-scheduler ignores them and bindgate binds
+	// them without a gate to lift, one API write fewer per pod (in make
+	// bench about half the API-server CPU per pod; docs/benchmarks.md). The
+	// choice is final: schedulerName cannot change after creation. Pods
+	// that name another scheduler are gated as in ModeGate.
+	ModeSchedulerName Mode = "scheduler-name"
+)
+
+// ParseMode checks a --pod-webhook-mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeGate, ModeSchedulerName:
+		return m, nil
+	}
+	return "", fmt.Errorf("--pod-webhook-mode=%q: want %s or %s", s, ModeGate, ModeSchedulerName)
+}
+
+// Handler hands the pods that reach it to bindgate, per Mode (empty: gate).
+type Handler struct {
+	Mode Mode
+}
 
 var _ admission.Handler = Handler{}
 
-// Handle adds the gate to a new, unbound pod that does not carry it yet.
-// Every other request is allowed unchanged.
-func (Handler) Handle(_ context.Context, req admission.Request) admission.Response {
+// Handle gates, or names bindgate as the scheduler of, a new, unbound pod
+// that is not bindgate's yet. Every other request is allowed unchanged.
+func (h Handler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create || req.SubResource != "" ||
 		req.Kind.Group != "" || req.Kind.Kind != "Pod" {
 		return admission.Allowed("not a pod creation")
@@ -76,6 +105,14 @@ func (Handler) Handle(_ context.Context, req admission.Request) admission.Respon
 	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
 	}
+	if h.Mode == ModeSchedulerName {
+		if patch, ok := SchedulerNamePatch(pod); ok {
+			return admission.Patched("set schedulerName "+bindgatev1alpha1.SchedulerName, patch)
+		}
+		if pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
+			return admission.Allowed("already names bindgate as its scheduler")
+		}
+	}
 	patch, ok := GatePatch(pod)
 	if !ok {
 		return admission.Allowed("no gate needed")
@@ -83,17 +120,35 @@ func (Handler) Handle(_ context.Context, req admission.Request) admission.Respon
 	return admission.Patched("added the "+bindgatev1alpha1.SchedulingGate+" scheduling gate", patch)
 }
 
+// SchedulerNamePatch returns the JSON patch operation that names bindgate as
+// pod's scheduler, and false when the pod is not left to the default
+// scheduler (it names another one, or bindgate already), is already
+// assigned to a node, or already carries bindgate's gate.
+func SchedulerNamePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
+	if pod.Spec.NodeName != "" || hasGate(pod) {
+		return jsonpatch.JsonPatchOperation{}, false
+	}
+	if pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return jsonpatch.JsonPatchOperation{}, false
+	}
+	return jsonpatch.NewOperation("add", "/spec/schedulerName", bindgatev1alpha1.SchedulerName), true
+}
+
+func hasGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == bindgatev1alpha1.SchedulingGate {
+			return true
+		}
+	}
+	return false
+}
+
 // GatePatch returns the JSON patch operation that adds the gate to pod, and
 // false when the pod needs none: it is already assigned to a node (the API
 // server refuses gates on such pods) or already carries the gate.
 func GatePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
-	if pod.Spec.NodeName != "" {
+	if pod.Spec.NodeName != "" || hasGate(pod) {
 		return jsonpatch.JsonPatchOperation{}, false
-	}
-	for _, g := range pod.Spec.SchedulingGates {
-		if g.Name == bindgatev1alpha1.SchedulingGate {
-			return jsonpatch.JsonPatchOperation{}, false
-		}
 	}
 	gate := corev1.PodSchedulingGate{Name: bindgatev1alpha1.SchedulingGate}
 	if len(pod.Spec.SchedulingGates) == 0 {
@@ -103,11 +158,11 @@ func GatePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
 	return jsonpatch.NewOperation("add", "/spec/schedulingGates/-", gate), true
 }
 
-// Setup registers the handler at Path on the manager's webhook server. The
+// Setup registers the handler, in mode, at Path on the manager's webhook server. The
 // first call to mgr.GetWebhookServer adds the server to the manager, so call
 // Setup only once the serving certificate is in place (see
 // internal/webhooks/certs).
-func Setup(mgr ctrl.Manager) error {
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{}})
+func Setup(mgr ctrl.Manager, mode Mode) error {
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{Mode: mode}})
 	return nil
 }

@@ -19,14 +19,17 @@ package podgate_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -68,21 +71,37 @@ func gates(p *corev1.Pod) []string {
 
 func TestHandler(t *testing.T) {
 	const gate = bindgatev1alpha1.SchedulingGate
-	cases := []struct {
-		name string
+	type want struct {
+		Gates         []string
+		SchedulerName string
+	}
+	withScheduler := func(name string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.SchedulerName = name }
+	}
+	cases := map[string]struct {
+		mode podgate.Mode
 		op   admissionv1.Operation
 		pod  *corev1.Pod
-		want []string // gates after the patch; nil: no patch
+		want *want // nil: no patch
 	}{
-		{"plain pod", admissionv1.Create, pod("ns", "a"), []string{gate}},
-		{"null gates", admissionv1.Create, pod("ns", "a", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{} }), []string{gate}},
-		{"other gate kept", admissionv1.Create, pod("ns", "a", withOtherGate), []string{"example.com/other", gate}},
-		{"already gated", admissionv1.Create, pod("ns", "a", withGate), nil},
-		{"assigned to a node", admissionv1.Create, pod("ns", "a", func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), nil},
-		{"update", admissionv1.Update, pod("ns", "a"), nil},
+		"gate: plain pod":                            {mode: podgate.ModeGate, op: admissionv1.Create, pod: pod("ns", "a"), want: &want{Gates: []string{gate}}},
+		"gate: empty mode is gate":                   {op: admissionv1.Create, pod: pod("ns", "a"), want: &want{Gates: []string{gate}}},
+		"gate: null gates":                           {mode: podgate.ModeGate, op: admissionv1.Create, pod: pod("ns", "a", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{} }), want: &want{Gates: []string{gate}}},
+		"gate: other gate kept":                      {mode: podgate.ModeGate, op: admissionv1.Create, pod: pod("ns", "a", withOtherGate), want: &want{Gates: []string{"example.com/other", gate}}},
+		"gate: already gated":                        {mode: podgate.ModeGate, op: admissionv1.Create, pod: pod("ns", "a", withGate)},
+		"gate: assigned to a node":                   {mode: podgate.ModeGate, op: admissionv1.Create, pod: pod("ns", "a", func(p *corev1.Pod) { p.Spec.NodeName = "n1" })},
+		"gate: update":                               {mode: podgate.ModeGate, op: admissionv1.Update, pod: pod("ns", "a")},
+		"scheduler-name: default":                    {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", withScheduler(corev1.DefaultSchedulerName)), want: &want{SchedulerName: bindgatev1alpha1.SchedulerName}},
+		"scheduler-name: unset":                      {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a"), want: &want{SchedulerName: bindgatev1alpha1.SchedulerName}},
+		"scheduler-name: other gate kept":            {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", withOtherGate), want: &want{Gates: []string{"example.com/other"}, SchedulerName: bindgatev1alpha1.SchedulerName}},
+		"scheduler-name: another scheduler is gated": {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", withScheduler("volcano")), want: &want{Gates: []string{gate}, SchedulerName: "volcano"}},
+		"scheduler-name: already bindgate's":         {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", withScheduler(bindgatev1alpha1.SchedulerName))},
+		"scheduler-name: already gated":              {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", withGate)},
+		"scheduler-name: assigned to a node":         {mode: podgate.ModeSchedulerName, op: admissionv1.Create, pod: pod("ns", "a", func(p *corev1.Pod) { p.Spec.NodeName = "n1" })},
+		"scheduler-name: update":                     {mode: podgate.ModeSchedulerName, op: admissionv1.Update, pod: pod("ns", "a")},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
 			raw, err := json.Marshal(tc.pod)
 			if err != nil {
 				t.Fatal(err)
@@ -92,7 +111,7 @@ func TestHandler(t *testing.T) {
 				Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 				Object:    runtime.RawExtension{Raw: raw},
 			}}
-			resp := podgate.Handler{}.Handle(context.Background(), req)
+			resp := podgate.Handler{Mode: tc.mode}.Handle(context.Background(), req)
 			if !resp.Allowed {
 				t.Fatalf("denied: %v", resp.Result)
 			}
@@ -107,16 +126,31 @@ func TestHandler(t *testing.T) {
 			if err := json.Unmarshal(raw, &doc); err != nil {
 				t.Fatal(err)
 			}
-			patched := applyAdd(t, doc, resp.Patches[0].Path, resp.Patches[0].Value)
+			for _, op := range resp.Patches {
+				doc = applyAdd(t, doc, op.Path, op.Value)
+			}
 			got := &corev1.Pod{}
-			data, _ := json.Marshal(patched)
+			data, _ := json.Marshal(doc)
 			if err := json.Unmarshal(data, got); err != nil {
 				t.Fatal(err)
 			}
-			if g := gates(got); !equal(g, tc.want) {
-				t.Fatalf("gates = %v, want %v", g, tc.want)
+			if diff := cmp.Diff(*tc.want, want{Gates: gates(got), SchedulerName: got.Spec.SchedulerName}); diff != "" {
+				t.Errorf("pod after the patch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestParseMode: the two modes, and a clear error naming the flag.
+func TestParseMode(t *testing.T) {
+	for _, s := range []string{"gate", "scheduler-name"} {
+		if m, err := podgate.ParseMode(s); err != nil || string(m) != s {
+			t.Errorf("ParseMode(%q) = %q, %v", s, m, err)
+		}
+	}
+	_, err := podgate.ParseMode("schedulerName")
+	if err == nil || !strings.Contains(err.Error(), "--pod-webhook-mode") {
+		t.Errorf("ParseMode(schedulerName) error = %v, want one naming --pod-webhook-mode", err)
 	}
 }
 
@@ -128,6 +162,8 @@ func applyAdd(t *testing.T, doc map[string]any, path string, value any) map[stri
 	var decoded any
 	_ = json.Unmarshal(v, &decoded)
 	switch path {
+	case "/spec/schedulerName":
+		spec["schedulerName"] = decoded
 	case "/spec/schedulingGates":
 		spec["schedulingGates"] = decoded
 	case "/spec/schedulingGates/-":
@@ -138,98 +174,117 @@ func applyAdd(t *testing.T, doc map[string]any, path string, value any) map[stri
 	return doc
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestWebhookEnvtest installs the generated webhook configuration in a real
-// API server and checks which pods come back gated.
+// API server, serves the handler in each mode and checks which pods come
+// back gated or naming bindgate as their scheduler.
 func TestWebhookEnvtest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("envtest suite; run without -short")
 	}
-	env, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
-	if err != nil {
-		t.Fatal(err)
+	const (
+		gate      = bindgatev1alpha1.SchedulingGate
+		bindgate  = bindgatev1alpha1.SchedulerName
+		defaultSN = corev1.DefaultSchedulerName
+	)
+	type want struct {
+		Gates         []string
+		SchedulerName string
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-
-	env.ServeWebhooks(t, podgate.Setup)
-	ctx := context.Background()
-
-	c := env.Client
-	enabled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: "enabled", Labels: map[string]string{bindgatev1alpha1.EnabledNamespaceLabel: "true"},
-	}}
-	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
-	for _, ns := range []*corev1.Namespace{enabled, plain} {
-		if err := c.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// failurePolicy is Ignore, so until the server answers (and the API
-	// server has seen the configuration) pods pass ungated: wait with
-	// dry-run creates, which the webhook (sideEffects: None) also sees.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			p := pod(enabled.Name, "probe")
-			if err := c.Create(ctx, p, client.DryRunAll); err != nil {
-				return false, err
-			}
-			return len(p.Spec.SchedulingGates) == 1, nil
-		}); err != nil {
-		t.Fatalf("the webhook never answered: %v", err)
-	}
-
-	cases := []struct {
+	type podCase struct {
 		name string
-		pod  *corev1.Pod
-		want []string
-	}{
-		{"enabled namespace", pod(enabled.Name, "a"), []string{bindgatev1alpha1.SchedulingGate}},
-		{"plain namespace", pod(plain.Name, "b"), nil},
-		{"policy label in plain namespace", pod(plain.Name, "c", withPolicyLabel), []string{bindgatev1alpha1.SchedulingGate}},
-		{"policy label in enabled namespace (both webhooks)", pod(enabled.Name, "d", withPolicyLabel), []string{bindgatev1alpha1.SchedulingGate}},
-		{"already gated", pod(enabled.Name, "e", withGate, withPolicyLabel), []string{bindgatev1alpha1.SchedulingGate}},
-		{"other gate kept", pod(enabled.Name, "f", withOtherGate), []string{"example.com/other", bindgatev1alpha1.SchedulingGate}},
-		{"assigned to a node", pod(enabled.Name, "g", func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), nil},
+		pod  func(enabled, plain string) *corev1.Pod
+		want want
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := c.Create(ctx, tc.pod); err != nil {
+	assigned := func(p *corev1.Pod) { p.Spec.NodeName = "n1" }
+	volcano := func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }
+	modes := map[podgate.Mode][]podCase{
+		podgate.ModeGate: {
+			{"enabled namespace", func(e, _ string) *corev1.Pod { return pod(e, "a") }, want{[]string{gate}, defaultSN}},
+			{"plain namespace", func(_, p string) *corev1.Pod { return pod(p, "b") }, want{nil, defaultSN}},
+			{"policy label in plain namespace", func(_, p string) *corev1.Pod { return pod(p, "c", withPolicyLabel) }, want{[]string{gate}, defaultSN}},
+			{"policy label in enabled namespace (both webhooks)", func(e, _ string) *corev1.Pod { return pod(e, "d", withPolicyLabel) }, want{[]string{gate}, defaultSN}},
+			{"already gated", func(e, _ string) *corev1.Pod { return pod(e, "e", withGate, withPolicyLabel) }, want{[]string{gate}, defaultSN}},
+			{"other gate kept", func(e, _ string) *corev1.Pod { return pod(e, "f", withOtherGate) }, want{[]string{"example.com/other", gate}, defaultSN}},
+			{"assigned to a node", func(e, _ string) *corev1.Pod { return pod(e, "g", assigned) }, want{nil, defaultSN}},
+		},
+		podgate.ModeSchedulerName: {
+			{"enabled namespace", func(e, _ string) *corev1.Pod { return pod(e, "a") }, want{nil, bindgate}},
+			{"plain namespace", func(_, p string) *corev1.Pod { return pod(p, "b") }, want{nil, defaultSN}},
+			{"policy label in plain namespace", func(_, p string) *corev1.Pod { return pod(p, "c", withPolicyLabel) }, want{nil, bindgate}},
+			{"policy label in enabled namespace (both webhooks)", func(e, _ string) *corev1.Pod { return pod(e, "d", withPolicyLabel) }, want{nil, bindgate}},
+			{"another scheduler is gated", func(e, _ string) *corev1.Pod { return pod(e, "e", volcano) }, want{[]string{gate}, "volcano"}},
+			{"other gate kept", func(e, _ string) *corev1.Pod { return pod(e, "f", withOtherGate) }, want{[]string{"example.com/other"}, bindgate}},
+			{"assigned to a node", func(e, _ string) *corev1.Pod { return pod(e, "g", assigned) }, want{nil, defaultSN}},
+		},
+	}
+	for mode, cases := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			env, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+			if err != nil {
 				t.Fatal(err)
 			}
-			got := &corev1.Pod{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), got); err != nil {
-				t.Fatal(err)
+			t.Cleanup(func() { _ = env.Stop() })
+			env.ServeWebhooks(t, func(mgr ctrl.Manager) error { return podgate.Setup(mgr, mode) })
+			ctx := context.Background()
+
+			c := env.Client
+			enabled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+				Name: "enabled", Labels: map[string]string{bindgatev1alpha1.EnabledNamespaceLabel: "true"},
+			}}
+			plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
+			for _, ns := range []*corev1.Namespace{enabled, plain} {
+				if err := c.Create(ctx, ns); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if g := gates(got); !equal(g, tc.want) {
-				t.Fatalf("gates = %v, want %v", g, tc.want)
+
+			// failurePolicy is Ignore, so until the server answers (and the
+			// API server has seen the configuration) pods pass unchanged:
+			// wait with dry-run creates, which the webhook (sideEffects:
+			// None) also sees.
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
+				func(ctx context.Context) (bool, error) {
+					p := pod(enabled.Name, "probe")
+					if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+						return false, err
+					}
+					return len(p.Spec.SchedulingGates) == 1 || p.Spec.SchedulerName == bindgate, nil
+				}); err != nil {
+				t.Fatalf("the webhook never answered: %v", err)
 			}
+
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					p := tc.pod(enabled.Name, plain.Name)
+					if err := c.Create(ctx, p); err != nil {
+						t.Fatal(err)
+					}
+					got := &corev1.Pod{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(tc.want, want{gates(got), got.Spec.SchedulerName}); diff != "" {
+						t.Errorf("pod as created (-want +got):\n%s", diff)
+					}
+				})
+			}
+
+			// Updates are not mutated: a pod whose gate was removed stays
+			// ungated.
+			t.Run("update not mutated", func(t *testing.T) {
+				p := pod(plain.Name, "u", withOtherGate)
+				if err := c.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				p.Labels = map[string]string{bindgatev1alpha1.PolicyLabel: "pool"}
+				p.Spec.SchedulingGates = nil
+				if err := c.Update(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Spec.SchedulingGates) != 0 || p.Spec.SchedulerName != defaultSN {
+					t.Fatalf("after update: gates %v, schedulerName %q; want none and %q", gates(p), p.Spec.SchedulerName, defaultSN)
+				}
+			})
 		})
 	}
-
-	// Updates are not mutated: a pod whose gate was removed stays ungated.
-	t.Run("update not mutated", func(t *testing.T) {
-		got := &corev1.Pod{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: enabled.Name, Name: "a"}, got); err != nil {
-			t.Fatal(err)
-		}
-		got.Spec.SchedulingGates = nil
-		if err := c.Update(ctx, got); err != nil {
-			t.Fatal(err)
-		}
-		if len(got.Spec.SchedulingGates) != 0 {
-			t.Fatalf("gates = %v after update, want none", gates(got))
-		}
-	})
 }
