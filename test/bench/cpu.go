@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -30,6 +29,8 @@ import (
 
 	"github.com/google/pprof/profile"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/bindgate/bindgate/internal/testenv"
 )
 
 // Where CPU goes: every process's CPU seconds per bound pod, and a CPU
@@ -53,23 +54,6 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration((ut + st) * float64(10*time.Millisecond)), nil
 }
 
-// metricCPU reads process_cpu_seconds_total from a Prometheus text page.
-func metricCPU(raw []byte) (time.Duration, error) {
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "process_cpu_seconds_total ") {
-			v, err := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing %q: %w", line, err)
-			}
-			return time.Duration(v * float64(time.Second)), nil
-		}
-	}
-	return 0, fmt.Errorf("no process_cpu_seconds_total")
-}
-
 // cpuSnapshot is the CPU time used so far by kube-apiserver, etcd and the
 // contender.
 type cpuSnapshot map[string]time.Duration
@@ -78,12 +62,12 @@ type cpuSnapshot map[string]time.Duration
 // already scraped for the write counts.
 func (cp *controlPlane) cpu(ctx context.Context, apiMetrics []byte, contender string, pid int) cpuSnapshot {
 	s := cpuSnapshot{}
-	if d, err := metricCPU(apiMetrics); err == nil {
+	if d, err := testenv.ProcessCPU(apiMetrics); err == nil {
 		s["kube-apiserver"] = d
 	}
 	if u := cp.env.ControlPlane.Etcd.URL; u != nil {
 		if raw, err := httpGet(ctx, u.String()+"/metrics"); err == nil {
-			if d, err := metricCPU(raw); err == nil {
+			if d, err := testenv.ProcessCPU(raw); err == nil {
 				s["etcd"] = d
 			}
 		}

@@ -24,6 +24,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
+
+	"github.com/bindgate/bindgate/internal/testenv"
 )
 
 // TestWriteReport: a new run replaces only the generated part of the
@@ -137,12 +139,12 @@ func TestClassify(t *testing.T) {
 // TestCPUReaders: process CPU comes from /proc and from a metrics page;
 // a page without the metric is an error, not a zero.
 func TestCPUReaders(t *testing.T) {
-	got, err := metricCPU([]byte("# HELP x\nprocess_cpu_seconds_total 12.5\nother 1\n"))
+	got, err := testenv.ProcessCPU([]byte("# HELP x\nprocess_cpu_seconds_total 12.5\nother 1\n"))
 	if err != nil || got != 12500*time.Millisecond {
-		t.Errorf("metricCPU = %v, %v; want 12.5s", got, err)
+		t.Errorf("ProcessCPU = %v, %v; want 12.5s", got, err)
 	}
-	if _, err := metricCPU([]byte("other 1\n")); err == nil {
-		t.Error("metricCPU of a page without process_cpu_seconds_total: want an error")
+	if _, err := testenv.ProcessCPU([]byte("other 1\n")); err == nil {
+		t.Error("ProcessCPU of a page without process_cpu_seconds_total: want an error")
 	}
 	// Burn a little CPU so this process has some to report.
 	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {

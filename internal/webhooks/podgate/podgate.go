@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
 )
 
 // Path is where the webhook server serves the handler. It must match the
@@ -125,7 +126,7 @@ func (h Handler) Handle(_ context.Context, req admission.Request) admission.Resp
 // scheduler (it names another one, or bindgate already), is already
 // assigned to a node, or already carries bindgate's gate.
 func SchedulerNamePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
-	if pod.Spec.NodeName != "" || hasGate(pod) {
+	if pod.Spec.NodeName != "" || bind.HasGate(pod) {
 		return jsonpatch.JsonPatchOperation{}, false
 	}
 	if pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
@@ -134,20 +135,11 @@ func SchedulerNamePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
 	return jsonpatch.NewOperation("add", "/spec/schedulerName", bindgatev1alpha1.SchedulerName), true
 }
 
-func hasGate(pod *corev1.Pod) bool {
-	for _, g := range pod.Spec.SchedulingGates {
-		if g.Name == bindgatev1alpha1.SchedulingGate {
-			return true
-		}
-	}
-	return false
-}
-
 // GatePatch returns the JSON patch operation that adds the gate to pod, and
 // false when the pod needs none: it is already assigned to a node (the API
 // server refuses gates on such pods) or already carries the gate.
 func GatePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
-	if pod.Spec.NodeName != "" || hasGate(pod) {
+	if pod.Spec.NodeName != "" || bind.HasGate(pod) {
 		return jsonpatch.JsonPatchOperation{}, false
 	}
 	gate := corev1.PodSchedulingGate{Name: bindgatev1alpha1.SchedulingGate}

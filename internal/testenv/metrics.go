@@ -1,0 +1,45 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProcessCPU reads process_cpu_seconds_total from a Prometheus text page
+// (the /metrics of kube-apiserver or etcd): the CPU the process has used. A
+// page without the metric is an error, not a zero.
+func ProcessCPU(page []byte) (time.Duration, error) {
+	sc := bufio.NewScanner(bytes.NewReader(page))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing process_cpu_seconds_total %q: %w", v, err)
+			}
+			return time.Duration(f * float64(time.Second)), nil
+		}
+	}
+	return 0, errors.New("no process_cpu_seconds_total on the metrics page")
+}
