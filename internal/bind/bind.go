@@ -76,7 +76,8 @@ func HasGate(pod *corev1.Pod) bool {
 	})
 }
 
-// ungatePatch is the JSON merge patch (RFC 7386) Ungate sends. It is built
+// ungatePatch is the JSON merge patch (RFC 7386) Ungate sends, and the
+// change ungateByUpdate applies to the pod it PUTs. It is built
 // from the few fields it changes rather than by diffing two whole pods (which
 // marshals both to JSON, a tenth of the operator's CPU at a few hundred binds
 // per second). metadata.resourceVersion makes it optimistic-locked: the API
@@ -108,8 +109,8 @@ const (
 	ByPatch Method = iota
 	// ByUpdate sends the whole changed pod (PUT, protobuf). The API server
 	// then decodes protobuf instead of converting the stored pod to JSON,
-	// applying the patch and decoding the result back: in make bench about
-	// a tenth less API-server CPU per gated pod. An update carries only the
+	// applying the patch and decoding the result back: about 0.35 ms less
+	// API-server CPU per pod (BenchmarkUngate). An update carries only the
 	// fields this binary can decode, so it is used only when the API server
 	// is not newer than the client (see MethodFor).
 	ByUpdate
