@@ -87,7 +87,7 @@ func main() {
 		setupLog.Error(err, "Unable to load a kubeconfig")
 		os.Exit(1)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(controllers.RESTConfig(cfg), ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
