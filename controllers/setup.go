@@ -62,7 +62,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableWaiting,
 		"Which reservations are recorded in the policy's status before the pod goes on: waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, with leader election keeping a single active replica) or always (every one; the ledger's optimistic concurrency then also keeps replicas running without leader election from double-booking).")
 	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
-		"Binds in flight at once: each reserved and permitted pod is bound in its own goroutine, as kube-scheduler's binding cycle is, so workers move on to the next pod.")
+		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle), so workers move on to the next pod.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
 }

@@ -34,9 +34,13 @@ import (
 func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alpha1.BindingPolicy) (*bindgatev1alpha1.BindingPolicy, string) {
 	if name, ok := pod.Labels[bindgatev1alpha1.PolicyLabel]; ok {
 		for i := range policies {
-			if policies[i].Name == name && policies[i].DeletionTimestamp == nil {
-				return &policies[i], ""
+			if policies[i].Name != name {
+				continue
 			}
+			if policies[i].DeletionTimestamp != nil {
+				return nil, fmt.Sprintf("BindingPolicy %q named by label %s is being deleted", name, bindgatev1alpha1.PolicyLabel)
+			}
+			return &policies[i], ""
 		}
 		return nil, fmt.Sprintf("BindingPolicy %q named by label %s does not exist", name, bindgatev1alpha1.PolicyLabel)
 	}

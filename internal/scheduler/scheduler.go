@@ -76,7 +76,8 @@ type Scheduler struct {
 	PostBind    []framework.PostBindPlugin
 	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
 	PercentageOfNodesToScore int32
-	// Async, when set, runs binds in their own goroutines.
+	// Async, when set, runs binds on its pool of goroutines, apart from
+	// the worker that reserved the pod.
 	Async *AsyncBinder
 	// DurableAlways records every reservation in the policy's status before
 	// the bind. Otherwise only reservations that must outlive a moment are
