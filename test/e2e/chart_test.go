@@ -28,6 +28,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
@@ -52,7 +53,7 @@ func TestHelmLint(t *testing.T) {
 }
 
 func TestHelmTemplateRejectsInvalidValues(t *testing.T) {
-	for _, set := range []string{"replicaCount=-1", "webhook.failurePolicy=Sometimes", "webhook.mode=schedulerName", "webhook.timeoutSeconds=31", "replicaCunt=2"} {
+	for _, set := range []string{"replicaCount=-1", "webhook.failurePolicy=Sometimes", "webhook.mode=schedulerName", "webhook.timeoutSeconds=31", "replicaCunt=2", "apiPriority.matchingPrecedence=0", "apiPriority.priorityLevel=Workload_High"} {
 		r := run(t, "helm", "template", releaseName, chartDir, "--set", set)
 		if r.err == nil {
 			t.Errorf("helm template --set %s succeeded, want a schema error", set)
@@ -79,7 +80,7 @@ func TestHelmTemplate(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.Kind)
 	}
-	for _, want := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration", "Secret"} {
+	for _, want := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration", "Secret", "FlowSchema"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("default render has no %s (kinds: %v)", want, kinds)
 		}
@@ -159,6 +160,28 @@ func TestHelmTemplate(t *testing.T) {
 		}
 		if !slices.Contains(one[appsv1.Deployment](t, render(t), "Deployment").Spec.Template.Spec.Containers[0].Args, "--pod-webhook-mode=gate") {
 			t.Errorf("default args lack --pod-webhook-mode=gate")
+		}
+	})
+
+	t.Run("api priority", func(t *testing.T) {
+		fs := one[flowcontrolv1.FlowSchema](t, objs, "FlowSchema")
+		if fs.Spec.PriorityLevelConfiguration.Name != "workload-high" || fs.Spec.MatchingPrecedence != 800 {
+			t.Errorf("FlowSchema %s: priority level %q, precedence %d; want workload-high, 800 (kube-scheduler's)",
+				fs.Name, fs.Spec.PriorityLevelConfiguration.Name, fs.Spec.MatchingPrecedence)
+		}
+		want := []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+			ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: chartServiceAccount, Namespace: releaseNS}}}
+		if len(fs.Spec.Rules) != 1 || !reflect.DeepEqual(fs.Spec.Rules[0].Subjects, want) {
+			t.Errorf("FlowSchema rules %+v, want one rule for subjects %+v", fs.Spec.Rules, want)
+		}
+		fs = one[flowcontrolv1.FlowSchema](t, render(t, "apiPriority.priorityLevel=workload-low", "apiPriority.matchingPrecedence=5000"), "FlowSchema")
+		if fs.Spec.PriorityLevelConfiguration.Name != "workload-low" || fs.Spec.MatchingPrecedence != 5000 {
+			t.Errorf("values not applied: %+v", fs.Spec)
+		}
+		for _, o := range render(t, "apiPriority.enabled=false") {
+			if o.Kind == "FlowSchema" {
+				t.Error("apiPriority.enabled=false still renders a FlowSchema")
+			}
 		}
 	})
 
@@ -365,6 +388,15 @@ func TestKustomizeDefault(t *testing.T) {
 	}
 	checkDeployment(t, one[appsv1.Deployment](t, objs, "Deployment"), 2)
 	checkNoWildcards(t, objs)
+	// kustomize does not rewrite FlowSchema subjects: they must name the
+	// ServiceAccount as rendered.
+	fs := one[flowcontrolv1.FlowSchema](t, objs, "FlowSchema")
+	wantSubjects := []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindServiceAccount,
+		ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Name: "bindgate-controller-manager", Namespace: releaseNS}}}
+	if fs.Name != "bindgate-controller-manager" || fs.Spec.PriorityLevelConfiguration.Name != "workload-high" ||
+		len(fs.Spec.Rules) != 1 || !reflect.DeepEqual(fs.Spec.Rules[0].Subjects, wantSubjects) {
+		t.Errorf("FlowSchema %s: %+v; want workload-high for subjects %+v", fs.Name, fs.Spec, wantSubjects)
+	}
 	mwc := one[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration")
 	checkWebhookMatchesGenerated(t, mwc)
 	for _, wh := range mwc.Webhooks {

@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +173,10 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 		return err == nil && len(evs.Items) >= 5, err
 	})
 
+	// The chart's FlowSchema files the operator's requests where
+	// kube-scheduler's go (workload-high), not under service-accounts.
+	checkAPIPriority(t, admin, saConfig)
+
 	// Not excessive.
 	sa, err := kubernetes.NewForConfig(saConfig)
 	if err != nil {
@@ -278,4 +283,45 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkAPIPriority asserts that API Priority and Fairness classifies
+// requests made with cfg under the chart's FlowSchema, at workload-high: the
+// API server names both in the X-Kubernetes-PF-* headers of every response.
+func checkAPIPriority(t *testing.T, admin kubernetes.Interface, cfg *rest.Config) {
+	t.Helper()
+	ctx := t.Context()
+	fs, err := admin.FlowcontrolV1().FlowSchemas().Get(ctx, releaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the chart's FlowSchema: %v", err)
+	}
+	pl, err := admin.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "workload-high", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("PriorityLevelConfiguration workload-high: %v", err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotFS, gotPL string
+	// The API server picks a new FlowSchema up asynchronously.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/"+releaseNS+"/pods?limit=1", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		gotFS, gotPL = resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"), resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+		return gotFS == string(fs.UID), nil
+	})
+	if err != nil {
+		t.Fatalf("requests of the chart's ServiceAccount went to FlowSchema UID %q, want the chart's %s (%s): %v", gotFS, fs.Name, fs.UID, err)
+	}
+	if gotPL != string(pl.UID) {
+		t.Errorf("priority level UID %q, want workload-high's %q", gotPL, pl.UID)
+	}
 }
