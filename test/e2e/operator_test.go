@@ -58,12 +58,7 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 		t.Skip("envtest suite; run without -short")
 	}
 	tool(t, "helm")
-	operator := filepath.Join(t.TempDir(), "bindgate")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", operator, ".")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
-	}
+	operator := buildOperator(t)
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -324,4 +319,17 @@ func checkAPIPriority(t *testing.T, admin kubernetes.Interface, cfg *rest.Config
 	if gotPL != string(pl.UID) {
 		t.Errorf("priority level UID %q, want workload-high's %q", gotPL, pl.UID)
 	}
+}
+
+// buildOperator builds the operator binary from this tree into a temporary
+// directory.
+func buildOperator(t *testing.T) string {
+	t.Helper()
+	operator := filepath.Join(t.TempDir(), "bindgate")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", operator, ".")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the operator: %v\n%s", err, out)
+	}
+	return operator
 }
