@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +75,10 @@ type PodReconciler struct {
 	firstSeen map[types.UID]time.Time
 	attempts  map[types.UID]int
 
-	requeue chan event.GenericEvent
+	// queue is the controller's workqueue, captured when the controller
+	// starts: requeues from outside Reconcile (a bind that did not bind,
+	// wake-ups) go straight into it, deduplicated and never dropped.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;update
@@ -185,14 +189,32 @@ func (r *PodReconciler) bindDone(pod *corev1.Pod, policy string, out scheduler.O
 	if err != nil || delay <= 0 {
 		delay = r.backoff(pod.UID)
 	}
-	key := &corev1.Pod{}
-	key.Namespace, key.Name = pod.Namespace, pod.Name
-	time.AfterFunc(delay, func() {
-		select {
-		case r.requeue <- event.GenericEvent{Object: key}:
-		default:
-		}
-	})
+	r.enqueue(client.ObjectKeyFromObject(pod), podPriority(pod), delay)
+}
+
+// enqueue adds the pod's key to the controller's queue after delay, at the
+// given priority (the queue keeps the higher priority and the earlier time
+// of a key already in it). Before the controller has started there is no
+// queue yet, and nothing to lose: its start lists every pod.
+func (r *PodReconciler) enqueue(key types.NamespacedName, priority int, delay time.Duration) {
+	qp := r.queue.Load()
+	if qp == nil {
+		return
+	}
+	req := reconcile.Request{NamespacedName: key}
+	if pq, ok := (*qp).(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority, After: delay}, req)
+		return
+	}
+	(*qp).AddAfter(req, delay)
+}
+
+// podPriority is the pod's scheduling priority (0 when unset).
+func podPriority(pod *corev1.Pod) int {
+	if pod.Spec.Priority != nil {
+		return int(*pod.Spec.Priority)
+	}
+	return 0
 }
 
 // matchPolicy finds the pod's policy; with none, it says why on the pod.
@@ -292,25 +314,13 @@ func (r *PodReconciler) wakeWaiting() {
 	}
 	r.mu.Unlock()
 	for _, k := range keys {
-		p := &corev1.Pod{}
-		p.Namespace, p.Name = k.Namespace, k.Name
-		select {
-		case r.requeue <- event.GenericEvent{Object: p}:
-		default:
-			// The channel is full: those pods requeue on their backoff.
-		}
+		r.wake(k)
 	}
 }
 
-// wake requeues one pod (dropped when the channel is full: the pod then
-// requeues on its own timer).
+// wake requeues one pod at once.
 func (r *PodReconciler) wake(key types.NamespacedName) {
-	p := &corev1.Pod{}
-	p.Namespace, p.Name = key.Namespace, key.Name
-	select {
-	case r.requeue <- event.GenericEvent{Object: p}:
-	default:
-	}
+	r.enqueue(key, 0, 0)
 }
 
 // onClaimEvent requeues the pods that use a claim that changed: their
@@ -434,7 +444,6 @@ func (r *PodReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) 
 	r.waiting = map[types.NamespacedName]struct{}{}
 	r.firstSeen = map[types.UID]time.Time{}
 	r.attempts = map[types.UID]int{}
-	r.requeue = make(chan event.GenericEvent, 4096)
 
 	informers := mgr.GetCache()
 	podInf, err := informers.GetInformer(ctx, &corev1.Pod{})
@@ -500,7 +509,10 @@ func (r *PodReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) 
 		Named("pod").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers, UsePriorityQueue: new(true)}).
 		WatchesRawSource(source.Kind(informers, client.Object(&corev1.Pod{}), podHandler(r))).
-		WatchesRawSource(source.Channel(r.requeue, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.queue.Store(&q)
+			return nil
+		})).
 		Complete(r)
 }
 
@@ -513,10 +525,7 @@ func podHandler(r *PodReconciler) handler.TypedEventHandler[client.Object, recon
 		}
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}
 		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-			prio := 0
-			if pod.Spec.Priority != nil {
-				prio = int(*pod.Spec.Priority)
-			}
+			prio := podPriority(pod)
 			pq.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, req)
 			return
 		}

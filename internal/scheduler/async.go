@@ -105,8 +105,10 @@ func (s *Scheduler) dispatchBind(ctx context.Context, state *framework.CycleStat
 	pod = pod.DeepCopy()
 	a.inFlight.Store(pod.UID, struct{}{})
 	err := a.submit(ctx, func() {
-		defer a.inFlight.Delete(pod.UID)
 		out, err := s.bind(a.ctx, state, pod, node)
+		// Not busy any more before onDone requeues the pod: a cycle that
+		// found it busy would end without a requeue of its own.
+		a.inFlight.Delete(pod.UID)
 		if a.onDone != nil {
 			a.onDone(pod, state.Policy.Name, out, err)
 		}
