@@ -23,12 +23,14 @@ import (
 	"flag"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
@@ -118,7 +120,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 
 	c := cache.New(opts.Clock)
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c))
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c, mgr.GetAPIReader()))
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}
@@ -169,13 +171,43 @@ func validatePolicy(p *bindgatev1alpha1.BindingPolicy) (reason, message string, 
 // revalidate is the ledger's conflict check: after another writer changed a
 // policy's status, count its reservations and refuse pending ones that no
 // longer fit their node.
-func revalidate(c *cache.Cache) ledger.Validator {
-	return func(p *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
+//
+// The status read after the conflict may already lack a reservation that
+// the other replica released after binding its pod, while this process's
+// informer has not shown that pod bound yet: the capacity would look free.
+// So the pods bound to each node in question are read live from the API
+// server too (after the status, so they include every bind whose release
+// the status shows) and counted until the informer catches up.
+func revalidate(c *cache.Cache, live client.Reader) ledger.Validator {
+	return func(ctx context.Context, p *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
 		for i := range p.Status.Reservations {
 			c.AddRecorded(p.Name, &p.Status.Reservations[i])
 		}
 		lost := map[types.UID]error{}
+		listed := map[string]bool{}
 		for _, a := range adds {
+			if listed[a.Node] {
+				continue
+			}
+			listed[a.Node] = true
+			var pods corev1.PodList
+			if err := live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": a.Node}); err != nil {
+				// Unsure what is on the node: let the cycle try again.
+				for _, b := range adds {
+					if b.Node == a.Node {
+						lost[b.PodUID] = fmt.Errorf("%w: listing the pods on node %s: %w", ledger.ErrLostRace, a.Node, err)
+					}
+				}
+				continue
+			}
+			for i := range pods.Items {
+				c.CountBound(&pods.Items[i])
+			}
+		}
+		for _, a := range adds {
+			if _, done := lost[a.PodUID]; done {
+				continue
+			}
 			if over := c.Overcommitted(a.Node); len(over) > 0 {
 				lost[a.PodUID] = fmt.Errorf("%w on node %s (%v)", ledger.ErrLostRace, a.Node, over)
 			}

@@ -363,6 +363,35 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation) {
 	c.account(e, 1)
 }
 
+// CountBound counts a pod that a live read from the API server shows bound
+// but the informer has not shown yet (its bind may have been another
+// replica's, whose reservation is already gone from the policy's status). It
+// is counted like a reservation released after its bind: until the informer
+// shows the pod (bound, terminal or deleted) or the grace passes, so a pod
+// deleted before this read cannot hold capacity for longer. Pods already
+// counted, unbound or terminal are left alone.
+func (c *Cache) CountBound(pod *corev1.Pod) {
+	if pod.Spec.NodeName == "" || isTerminal(pod) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.pods[pod.UID]; ok && e.counted() {
+		return
+	}
+	cpu, mem := framework.NonZeroPodRequests(pod)
+	e := &entry{
+		key:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		node:   pod.Spec.NodeName,
+		policy: pod.Annotations[bindgatev1alpha1.PolicyAnnotation],
+		req:    framework.PodRequests(pod),
+		nzCPU:  cpu, nzMem: mem,
+		releasedAt: c.clock.Now(),
+	}
+	c.pods[pod.UID] = e
+	c.account(e, 1)
+}
+
 // Unreserve releases a pod's reservation. It is idempotent. When bound is
 // true (the pod was just bound to the reserved node) the capacity stays
 // counted until the informer shows the bind.

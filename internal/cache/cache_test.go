@@ -22,12 +22,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
@@ -116,6 +118,91 @@ func TestBindLifecycleCountsOnce(t *testing.T) {
 		if got := requestedCPU(c, "n1"); got != s.wantCPU {
 			t.Fatalf("%s: requested %dm, want %dm", s.name, got, s.wantCPU)
 		}
+	}
+}
+
+// TestCountBound: a pod seen bound by a live read before the informer shows
+// it counts once, whatever the informer shows next, and no longer than the
+// grace when the informer never shows it (deleted before the read).
+func TestCountBound(t *testing.T) {
+	bound := func(name, cpu string) *corev1.Pod {
+		p := testPod(name, cpu)
+		p.Spec.NodeName = "n1"
+		return p
+	}
+	cases := map[string]struct {
+		steps   func(c *Cache, clk *clocktesting.FakeClock)
+		wantCPU int64
+	}{
+		"counted": {
+			steps:   func(c *Cache, _ *clocktesting.FakeClock) { c.CountBound(bound("a", "1")) },
+			wantCPU: 1000,
+		},
+		"twice counts once": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) {
+				c.CountBound(bound("a", "1"))
+				c.CountBound(bound("a", "1"))
+			},
+			wantCPU: 1000,
+		},
+		"the informer then shows it bound: counted once": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) {
+				c.CountBound(bound("a", "1"))
+				c.UpsertPod(bound("a", "1"))
+			},
+			wantCPU: 1000,
+		},
+		"confirmed by the informer, it outlives the grace": {
+			steps: func(c *Cache, clk *clocktesting.FakeClock) {
+				c.CountBound(bound("a", "1"))
+				c.UpsertPod(bound("a", "1"))
+				clk.Step(time.Hour)
+				c.ExpireReleased()
+			},
+			wantCPU: 1000,
+		},
+		"the informer already counts it": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) {
+				c.UpsertPod(bound("a", "1"))
+				c.CountBound(bound("a", "1"))
+			},
+			wantCPU: 1000,
+		},
+		"the informer shows it deleted": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) {
+				c.CountBound(bound("a", "1"))
+				c.DeletePod("uid-a")
+			},
+			wantCPU: 0,
+		},
+		"never confirmed: gone after the grace": {
+			steps: func(c *Cache, clk *clocktesting.FakeClock) {
+				c.CountBound(bound("a", "1"))
+				clk.Step(releasedGrace + time.Second)
+				c.ExpireReleased()
+			},
+			wantCPU: 0,
+		},
+		"unbound and terminal pods are not counted": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) {
+				c.CountBound(testPod("a", "1"))
+				done := bound("b", "1")
+				done.Status.Phase = corev1.PodSucceeded
+				c.CountBound(done)
+			},
+			wantCPU: 0,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			c := New(clk)
+			c.UpsertNode(testNode("n1", "4"))
+			tc.steps(c, clk)
+			if got := requestedCPU(c, "n1"); got != tc.wantCPU {
+				t.Errorf("requested %dm, want %dm", got, tc.wantCPU)
+			}
+		})
 	}
 }
 

@@ -49,7 +49,7 @@ var ErrLostRace = errors.New("another reservation took the capacity first")
 
 // Validator re-checks pending additions after the ledger saw a newer status
 // (written by another replica). It returns the UIDs that no longer fit.
-type Validator func(policy *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error
+type Validator func(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error
 
 type op struct {
 	add    *bindgatev1alpha1.Reservation
@@ -199,7 +199,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 						adds = append(adds, o.add)
 					}
 				}
-				lost := l.validate(cur, adds)
+				lost := l.validate(ctx, cur, adds)
 				for i, o := range ops {
 					if o.add != nil && results[i] == nil {
 						if err, bad := lost[o.add.PodUID]; bad {
