@@ -425,3 +425,37 @@ func TestClientCachesOneHTTPClientPerCABundle(t *testing.T) {
 		t.Errorf("cached clients = %d, want %d", got, want)
 	}
 }
+
+// TestAnsweredInTime: an answer read after the call's context ended is
+// that end, not a reply; errors and answers within the deadline pass as
+// they are.
+func TestAnsweredInTime(t *testing.T) {
+	live := context.Background()
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	answer := &Response{StatusCode: http.StatusOK}
+	sendErr := errors.New("connection refused")
+	cases := map[string]struct {
+		ctx      context.Context
+		resp     *Response
+		err      error
+		wantResp *Response
+		wantErr  error
+	}{
+		"answer in time":                {ctx: live, resp: answer, wantResp: answer},
+		"answer after the deadline":     {ctx: expired, resp: answer, wantErr: context.DeadlineExceeded},
+		"answer after the caller ended": {ctx: stopped, resp: answer, wantErr: context.Canceled},
+		"error in time":                 {ctx: live, err: sendErr, wantErr: sendErr},
+		"error after the deadline":      {ctx: expired, err: sendErr, wantErr: sendErr},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resp, err := answeredInTime(tc.ctx)(tc.resp, tc.err)
+			if resp != tc.wantResp || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Errorf("got (%v, %v), want (%v, %v)", resp, err, tc.wantResp, tc.wantErr)
+			}
+		})
+	}
+}
