@@ -159,7 +159,10 @@ func (d *demo) wait(ctx context.Context) error {
 			pod, err := cs.CoreV1().Pods(demoNamespace).Get(ctx, gangPodName(0), metav1.GetOptions{})
 			if err == nil {
 				for _, c := range pod.Status.Conditions {
-					if c.Type == bindgatev1alpha1.PodConditionPermitted && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "gang "+gangGroup) {
+					// Report once the operator has seen every member created
+					// so far: its first answer may predate the last of them.
+					if c.Type == bindgatev1alpha1.PodConditionPermitted && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "gang "+gangGroup) &&
+						strings.Contains(c.Message, fmt.Sprintf("%d/%d members exist", gangSize-1, gangSize)) {
 						gangWaiting = true
 						d.p.step("gang %s waits for its last member (%s/%s: %s)", gangGroup, demoNamespace, pod.Name, c.Message)
 					}
