@@ -201,12 +201,18 @@ func (r *PodReconciler) enqueue(key types.NamespacedName, priority int, delay ti
 	if qp == nil {
 		return
 	}
+	addToQueue(*qp, key, priority, delay)
+}
+
+// addToQueue adds key after delay, at priority when the queue has
+// priorities (the controller's has).
+func addToQueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], key types.NamespacedName, priority int, delay time.Duration) {
 	req := reconcile.Request{NamespacedName: key}
-	if pq, ok := (*qp).(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority, After: delay}, req)
 		return
 	}
-	(*qp).AddAfter(req, delay)
+	q.AddAfter(req, delay)
 }
 
 // podPriority is the pod's scheduling priority (0 when unset).
@@ -523,13 +529,7 @@ func podHandler(r *PodReconciler) handler.TypedEventHandler[client.Object, recon
 		if !ok || !r.wantsCycle(pod) {
 			return
 		}
-		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)}
-		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-			prio := podPriority(pod)
-			pq.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, req)
-			return
-		}
-		q.Add(req)
+		addToQueue(q, client.ObjectKeyFromObject(pod), podPriority(pod), 0)
 	}
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -195,17 +195,23 @@ func (c *Cache) UpsertPod(pod *corev1.Pod) {
 	if ok && e.counted() {
 		c.account(e, -1)
 	}
+	ne := podEntry(pod)
+	ne.bound = true
+	c.pods[pod.UID] = ne
+	c.account(ne, 1)
+}
+
+// podEntry is the entry of a pod bound to pod.Spec.NodeName, counted by
+// neither state yet (the caller sets bound or releasedAt).
+func podEntry(pod *corev1.Pod) *entry {
 	cpu, mem := framework.NonZeroPodRequests(pod)
-	ne := &entry{
+	return &entry{
 		key:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		node:   pod.Spec.NodeName,
 		policy: pod.Annotations[bindgatev1alpha1.PolicyAnnotation],
 		req:    framework.PodRequests(pod),
 		nzCPU:  cpu, nzMem: mem,
-		bound: true,
 	}
-	c.pods[pod.UID] = ne
-	c.account(ne, 1)
 }
 
 // DeletePod forgets a pod and any reservation it held.
@@ -379,15 +385,8 @@ func (c *Cache) CountBound(pod *corev1.Pod) {
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
 		return
 	}
-	cpu, mem := framework.NonZeroPodRequests(pod)
-	e := &entry{
-		key:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		node:   pod.Spec.NodeName,
-		policy: pod.Annotations[bindgatev1alpha1.PolicyAnnotation],
-		req:    framework.PodRequests(pod),
-		nzCPU:  cpu, nzMem: mem,
-		releasedAt: c.clock.Now(),
-	}
+	e := podEntry(pod)
+	e.releasedAt = c.clock.Now()
 	c.pods[pod.UID] = e
 	c.account(e, 1)
 }

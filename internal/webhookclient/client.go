@@ -187,7 +187,8 @@ func (c *Client) do(ctx context.Context, cl call) (*Response, error) {
 		"msgID", cl.msgID, "bytes", len(cl.body), "timeout", timeout)
 
 	start := time.Now()
-	resp, err := answeredInTime(callCtx)(c.send(hc, req.WithContext(callCtx)))
+	resp, err := c.send(hc, req.WithContext(callCtx))
+	resp, err = answeredInTime(callCtx, resp, err)
 	elapsed := time.Since(start)
 	requestDuration.WithLabelValues(cl.kind, cl.name).Observe(elapsed.Seconds())
 	if err != nil {
@@ -289,18 +290,16 @@ func (c *Client) send(hc *http.Client, req *http.Request) (*Response, error) {
 	return &Response{StatusCode: resp.StatusCode, Body: body}, nil
 }
 
-// answeredInTime returns a filter for send's results: an answer read once
-// the call's context has ended counts as that end (a timeout), not as the
-// webhook's answer. net/http hands over a response that raced the context's
-// end — such as the one a hanging server writes when it sees the client
-// hang up at the deadline — and the call must not read it as a reply.
-func answeredInTime(callCtx context.Context) func(*Response, error) (*Response, error) {
-	return func(resp *Response, err error) (*Response, error) {
-		if err == nil && callCtx.Err() != nil {
-			return nil, callCtx.Err()
-		}
-		return resp, err
+// answeredInTime filters send's results: an answer read once the call's
+// context has ended counts as that end (a timeout), not as the webhook's
+// answer. net/http hands over a response that raced the context's end —
+// such as the one a hanging server writes when it sees the client hang up
+// at the deadline — and the call must not read it as a reply.
+func answeredInTime(callCtx context.Context, resp *Response, err error) (*Response, error) {
+	if err == nil && callCtx.Err() != nil {
+		return nil, callCtx.Err()
 	}
+	return resp, err
 }
 
 // classify makes a timeout recognisable with errors.Is(err,

@@ -452,7 +452,7 @@ func TestAnsweredInTime(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			resp, err := answeredInTime(tc.ctx)(tc.resp, tc.err)
+			resp, err := answeredInTime(tc.ctx, tc.resp, tc.err)
 			if resp != tc.wantResp || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Errorf("got (%v, %v), want (%v, %v)", resp, err, tc.wantResp, tc.wantErr)
 			}
