@@ -81,6 +81,8 @@ func main() {
 		os.Exit(1)
 	}
 
+	opts.LeaderElection = enableLeaderElection
+
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -234,12 +234,12 @@ func (r *PodReconciler) matchPolicy(ctx context.Context, pod *corev1.Pod) (*bind
 	if err := r.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return nil, fmt.Errorf("reading namespace %s: %w", pod.Namespace, err)
 	}
-	pol, why := policy.Match(pod, ns.Labels, policies.Items)
+	pol, reason, why := policy.Match(pod, ns.Labels, policies.Items)
 	if pol != nil {
 		pol = pol.DeepCopy() // the cycle may keep it; the cache's copy is shared
 	}
 	if pol == nil {
-		return nil, r.setMatched(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonNoPolicy, why)
+		return nil, r.setMatched(ctx, pod, corev1.ConditionFalse, reason, why)
 	}
 	if ready := readyCondition(pol); ready != nil && ready.Status != "True" {
 		return nil, r.setMatched(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonPolicyNotReady,

@@ -19,6 +19,8 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,10 +29,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/controllers"
+	"github.com/bindgate/bindgate/internal/bind"
 )
 
 func TestHappyPath(t *testing.T) {
@@ -344,39 +347,49 @@ func TestNoOvercommitUnderContention(t *testing.T) {
 	waitReservationsEmpty(t, pname)
 }
 
-// TestTwoManagers runs two operators at once (no leader election) on the
-// same pods: each pod is bound once and no node is overcommitted.
+// TestTwoManagers runs two operators at once with leader election off and
+// default flags, over several rounds of fresh pods: each pod is bound once
+// and no node is ever overcommitted. The default --durable-reservations
+// (auto) records every reservation when leader election is off; the
+// ledger's optimistic concurrency then keeps the replicas apart.
 func TestTwoManagers(t *testing.T) {
-	// Without leader election, every reservation must be durable: the
-	// ledger's optimistic concurrency is what serialises the replicas.
-	durable := func(o *controllers.Options) { o.DurableReservations = controllers.DurableAlways }
-	startManager(t, 8, durable)
-	startManager(t, 8, durable)
-	pname := uniq("twomgr")
-	pool(t, pname)
-	for range 3 {
-		newNode(uniq(pname)).label("pool", pname).create(t)
-	}
-	ns := namespace(t, nil)
-	// 3 nodes x 4 CPUs, pods of 500m: room for 24 of 40.
-	for i := range 40 {
-		newPod(ns, fmt.Sprintf("p-%02d", i)).policy(pname).req(corev1.ResourceCPU, "500m").create(t)
-	}
-	eventually(t, 60*time.Second, "24 pods bound", func() (bool, error) { return countBound(t, ns) == 24, nil })
-	time.Sleep(3 * time.Second)
-	if got := countBound(t, ns); got != 24 {
-		t.Fatalf("%d pods bound, want 24", got)
-	}
-	assertNoOvercommit(t)
-	for _, p := range listPods(t, ns) {
-		n := 0
-		for _, e := range events(t, ns, p.Name) {
-			if strings.HasPrefix(e, "Scheduled: ") {
-				n++
-			}
+	startManager(t, 8)
+	startManager(t, 8)
+	rounds := 3
+	if s := os.Getenv("BINDGATE_TWO_MANAGERS_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("BINDGATE_TWO_MANAGERS_ROUNDS=%q: want a positive number", s)
 		}
-		if p.Spec.NodeName != "" && n == 0 {
-			t.Errorf("pod %s bound without a Scheduled event", p.Name)
+		rounds = n
+	}
+	for round := range rounds {
+		pname := uniq("twomgr")
+		pool(t, pname)
+		for range 3 {
+			newNode(uniq(pname)).label("pool", pname).create(t)
+		}
+		ns := namespace(t, nil)
+		// 3 nodes x 4 CPUs, pods of 500m: room for 24 of 40.
+		for i := range 40 {
+			newPod(ns, fmt.Sprintf("p-%02d", i)).policy(pname).req(corev1.ResourceCPU, "500m").create(t)
+		}
+		eventually(t, 60*time.Second, "24 pods bound", func() (bool, error) { return countBound(t, ns) >= 24, nil })
+		time.Sleep(3 * time.Second) // nothing more may bind
+		if got := countBound(t, ns); got != 24 {
+			t.Fatalf("round %d: %d pods bound, want 24", round, got)
+		}
+		assertNoOvercommit(t)
+		for _, p := range listPods(t, ns) {
+			n := 0
+			for _, e := range events(t, ns, p.Name) {
+				if strings.HasPrefix(e, "Scheduled: ") {
+					n++
+				}
+			}
+			if p.Spec.NodeName != "" && n == 0 {
+				t.Errorf("round %d: pod %s bound without a Scheduled event", round, p.Name)
+			}
 		}
 	}
 }
@@ -526,6 +539,73 @@ func releaseGate(t *testing.T, ns, name, gate string) {
 	}
 	p.Spec.SchedulingGates = kept
 	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPolicyLabelCannotSteer: a pod naming, by label, a policy whose
+// selectors do not select it stays gated with PolicyMatched=False and one
+// event saying so; it is never bound under that policy.
+func TestPolicyLabelCannotSteer(t *testing.T) {
+	startManager(t, 4)
+	team := uniq("team")
+	ns := namespace(t, map[string]string{"team": team})
+	other := uniq("other-team")
+	pool(t, other, func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": uniq("not-" + team)}}
+	})
+	newNode(uniq(other)).label("pool", other).create(t)
+	newPod(ns, "steered").policy(other).req(corev1.ResourceCPU, "100m").create(t)
+	eventually(t, 20*time.Second, "PolicyDoesNotSelectPod condition and event", func() (bool, error) {
+		p := getPod(t, ns, "steered")
+		for _, c := range p.Status.Conditions {
+			if c.Type == bindgatev1alpha1.PodConditionPolicyMatched && c.Status == corev1.ConditionFalse &&
+				c.Reason == bindgatev1alpha1.ReasonPolicyDoesNotSelect && strings.Contains(c.Message, other) {
+				return hasEvent(t, ns, "steered", bindgatev1alpha1.ReasonPolicyDoesNotSelect, "does not select this pod"), nil
+			}
+		}
+		return false, nil
+	})
+	// The policy changes (and wakes waiting pods) but still does not select
+	// the pod: it stays gated and the event is not repeated.
+	updatePolicy(t, other, func(p *bindgatev1alpha1.BindingPolicy) { p.Spec.Priority = 7 })
+	newNode(uniq(other)).label("pool", other).create(t) // wakes waiting pods as well
+	time.Sleep(2 * time.Second)                         // nothing may bind it
+	p := getPod(t, ns, "steered")
+	if p.Spec.NodeName != "" || !bind.HasGate(p) {
+		t.Fatalf("pod steered into policy %s: node %q, gates %v", other, p.Spec.NodeName, p.Spec.SchedulingGates)
+	}
+	n := 0
+	for _, e := range events(t, ns, "steered") {
+		if strings.HasPrefix(e, bindgatev1alpha1.ReasonPolicyDoesNotSelect+": ") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d %s events, want 1: %v", n, bindgatev1alpha1.ReasonPolicyDoesNotSelect, events(t, ns, "steered"))
+	}
+	// Once the policy selects the namespace, the label is obeyed.
+	updatePolicy(t, other, func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": team}}
+	})
+	eventually(t, 20*time.Second, "bound once the policy selects the pod", func() (bool, error) {
+		return getPod(t, ns, "steered").Spec.NodeName != "", nil
+	})
+}
+
+// updatePolicy changes the policy's spec, retrying on conflicts with the
+// operator's status writes.
+func updatePolicy(t *testing.T, name string, change func(*bindgatev1alpha1.BindingPolicy)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &bindgatev1alpha1.BindingPolicy{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		change(p)
+		return env.Client.Update(context.Background(), p)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

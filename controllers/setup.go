@@ -47,8 +47,14 @@ type Options struct {
 	Workers int
 	// BindConcurrency bounds the asynchronous binds in flight.
 	BindConcurrency int
-	// DurableReservations is "always" or "waiting" (see the flag).
+	// DurableReservations is "auto" (the default, also when empty),
+	// "always" or "waiting" (see the flag).
 	DurableReservations string
+	// LeaderElection says the manager elects a leader, so that one replica
+	// at a time runs the cycle. False (the zero value) is the safe
+	// assumption: other replicas may be active, and "auto" makes every
+	// reservation durable.
+	LeaderElection bool
 	// PercentageOfNodesToScore overrides the adaptive node sample (0: adaptive).
 	PercentageOfNodesToScore int
 	// Clock is injectable for tests; nil means the real clock.
@@ -61,8 +67,8 @@ type Options struct {
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	o.bindFlags(fs)
 	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
-	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableWaiting,
-		"Which reservations are recorded in the policy's status before the pod goes on: waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, with leader election keeping a single active replica) or always (every one; the ledger's optimistic concurrency then also keeps replicas running without leader election from double-booking).")
+	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableAuto,
+		"Which reservations are recorded in the policy's status before the pod goes on: auto (always when --leader-elect=false, else waiting), waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, safe only while leader election keeps a single active replica) or always (every one; the ledger's optimistic concurrency then keeps replicas running without leader election from double-booking).")
 	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
 		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle), so workers move on to the next pod.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
@@ -89,6 +95,7 @@ func CacheOptions() crcache.Options {
 
 // Values of --durable-reservations.
 const (
+	DurableAuto    = "auto"
 	DurableWaiting = "waiting"
 	DurableAlways  = "always"
 )
@@ -96,10 +103,25 @@ const (
 // Validate checks the options.
 func (o *Options) Validate() error {
 	switch o.DurableReservations {
-	case "", DurableWaiting, DurableAlways:
+	case "", DurableAuto, DurableWaiting, DurableAlways:
 		return nil
 	}
-	return fmt.Errorf("--durable-reservations=%q: want waiting or always", o.DurableReservations)
+	return fmt.Errorf("--durable-reservations=%q: want auto, waiting or always", o.DurableReservations)
+}
+
+// DurableAll says whether every reservation is recorded in the policy's
+// status before its bind: always, or auto (and unset) without leader
+// election, when replicas may run the cycle at once and only the ledger's
+// optimistic concurrency keeps them from double-booking.
+func (o *Options) DurableAll() bool {
+	switch o.DurableReservations {
+	case DurableAlways:
+		return true
+	case DurableWaiting:
+		return false
+	default:
+		return !o.LeaderElection
+	}
 }
 
 // SetupWithManager registers every controller with mgr.
@@ -149,7 +171,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = pods.wake
 	sched.Filters = append(sched.Filters, permits.VolumeFilter())
-	sched.DurableAlways = opts.DurableReservations == DurableAlways
+	sched.DurableAlways = opts.DurableAll()
 	sched.UngateMethod = ungateMethod(ctx, mgr)
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(ctx, mgr); err != nil {

@@ -63,8 +63,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.permit) || !has(self.permit.conditions) || !has(self.postBind) || self.permit.conditions.all(c, !self.postBind.exists(p, p.name == c.name))",message="spec.postBind names must differ from spec.permit.conditions names so that events and metrics are unambiguous"
 type BindingPolicySpec struct {
 	// priority orders policies that match the same pod: the highest wins,
-	// ties are broken by name. Pods that carry the label
-	// scheduling.bindgate.dev/policy skip matching altogether.
+	// ties are broken by name. The pod label scheduling.bindgate.dev/policy
+	// only chooses among the policies whose selectors select the pod; a pod
+	// naming a policy that does not select it stays gated with the condition
+	// PolicyMatched=False (reason PolicyDoesNotSelectPod).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000

@@ -44,6 +44,12 @@ const (
 	// PolicyAnnotation, set on the binding, records the policy that bound the pod.
 	PolicyAnnotation = Prefix + "policy"
 
+	// SealAnnotation, written by bindgate with PolicyAnnotation, proves that
+	// bindgate itself recorded the policy: an HMAC of the pod's UID and the
+	// policy under a key only the operator holds. Pods whose policy record
+	// lacks a valid seal are charged to no policy and get no PostBind notice.
+	SealAnnotation = Prefix + "seal"
+
 	// PostBindPendingAnnotation, set on the binding, records that PostBind
 	// notices are still to be delivered.
 	PostBindPendingAnnotation = Prefix + "postbind-pending"
@@ -76,6 +82,10 @@ const (
 
 	// ReasonNoPolicy means no BindingPolicy matches the pod.
 	ReasonNoPolicy = "NoPolicy"
+	// ReasonPolicyDoesNotSelect means the label scheduling.bindgate.dev/policy
+	// names a policy whose selectors do not select the pod: the label only
+	// chooses among the policies that select it.
+	ReasonPolicyDoesNotSelect = "PolicyDoesNotSelectPod"
 	// ReasonPolicyNotReady means the matched policy is not Ready.
 	ReasonPolicyNotReady = "PolicyNotReady"
 	// ReasonWaiting means the pod waits for permit conditions.

@@ -27,27 +27,36 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
 
-// Match returns the policy that takes pod: the one named by the label
-// scheduling.bindgate.dev/policy if set, else the highest-priority policy
-// whose namespace and pod selectors match (ties: the smallest name). With
-// no match it returns nil and the reason.
-func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alpha1.BindingPolicy) (*bindgatev1alpha1.BindingPolicy, string) {
+// Match returns the policy that takes pod: the highest-priority policy
+// whose namespace and pod selectors select it (ties: the smallest name).
+// The label scheduling.bindgate.dev/policy only chooses among the policies
+// that select the pod: naming one that does not is refused, never obeyed,
+// so a pod's owner cannot steer it into another team's policy. With no
+// match it returns nil, the condition reason and a message that says why.
+func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alpha1.BindingPolicy) (*bindgatev1alpha1.BindingPolicy, string, string) {
 	if name, ok := pod.Labels[bindgatev1alpha1.PolicyLabel]; ok {
 		for i := range policies {
-			if policies[i].Name != name {
+			p := &policies[i]
+			if p.Name != name {
 				continue
 			}
-			if policies[i].DeletionTimestamp != nil {
-				return nil, fmt.Sprintf("BindingPolicy %q named by label %s is being deleted", name, bindgatev1alpha1.PolicyLabel)
+			if p.DeletionTimestamp != nil {
+				return nil, bindgatev1alpha1.ReasonNoPolicy,
+					fmt.Sprintf("BindingPolicy %q named by label %s is being deleted", name, bindgatev1alpha1.PolicyLabel)
 			}
-			return &policies[i], ""
+			if !Selects(p, pod, nsLabels) {
+				return nil, bindgatev1alpha1.ReasonPolicyDoesNotSelect,
+					fmt.Sprintf("BindingPolicy %q named by label %s does not select this pod (its namespaceSelector or podSelector does not match)", name, bindgatev1alpha1.PolicyLabel)
+			}
+			return p, "", ""
 		}
-		return nil, fmt.Sprintf("BindingPolicy %q named by label %s does not exist", name, bindgatev1alpha1.PolicyLabel)
+		return nil, bindgatev1alpha1.ReasonNoPolicy,
+			fmt.Sprintf("BindingPolicy %q named by label %s does not exist", name, bindgatev1alpha1.PolicyLabel)
 	}
 	var best *bindgatev1alpha1.BindingPolicy
 	for i := range policies {
 		p := &policies[i]
-		if p.DeletionTimestamp != nil || !selects(p.Spec.NamespaceSelector, nsLabels) || !selects(p.Spec.PodSelector, pod.Labels) {
+		if p.DeletionTimestamp != nil || !Selects(p, pod, nsLabels) {
 			continue
 		}
 		if best == nil || p.Spec.Priority > best.Spec.Priority || (p.Spec.Priority == best.Spec.Priority && p.Name < best.Name) {
@@ -55,9 +64,16 @@ func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alp
 		}
 	}
 	if best == nil {
-		return nil, "no BindingPolicy selects this pod"
+		return nil, bindgatev1alpha1.ReasonNoPolicy, "no BindingPolicy selects this pod"
 	}
-	return best, ""
+	return best, "", ""
+}
+
+// Selects says whether p's namespace and pod selectors both select pod in
+// a namespace labelled nsLabels. A selector that does not parse selects
+// nothing.
+func Selects(p *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, nsLabels map[string]string) bool {
+	return selects(p.Spec.NamespaceSelector, nsLabels) && selects(p.Spec.PodSelector, pod.Labels)
 }
 
 func selects(sel *metav1.LabelSelector, set map[string]string) bool {

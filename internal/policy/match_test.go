@@ -67,6 +67,7 @@ func TestMatch(t *testing.T) {
 		nsLabels   map[string]string
 		policies   []bindgatev1alpha1.BindingPolicy
 		want       string
+		wantCode   string // NoPolicy unless set, when nothing matches
 		wantReason string
 	}{
 		"no policies": {
@@ -113,13 +114,37 @@ func TestMatch(t *testing.T) {
 			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("broken").invalidPods().priority(9).obj()},
 			wantReason: "no BindingPolicy selects this pod",
 		},
-		"the policy label names the policy, over selectors and priority": {
+		"the policy label chooses among the policies that select the pod, over priority": {
 			podLabels: map[string]string{bindgatev1alpha1.PolicyLabel: "named", "app": "web"},
+			nsLabels:  map[string]string{"team": "a"},
 			policies: []bindgatev1alpha1.BindingPolicy{
 				newPolicy("web").pods("app", "web").priority(100).obj(),
-				newPolicy("named").pods("app", "db").namespaces("team", "other").obj(),
+				newPolicy("named").pods("app", "web").namespaces("team", "a").obj(),
 			},
 			want: "named",
+		},
+		"the policy label names a policy whose pod selector does not select the pod": {
+			podLabels: map[string]string{bindgatev1alpha1.PolicyLabel: "db", "app": "web"},
+			policies: []bindgatev1alpha1.BindingPolicy{
+				newPolicy("web").pods("app", "web").obj(), newPolicy("db").pods("app", "db").obj(),
+			},
+			wantCode:   bindgatev1alpha1.ReasonPolicyDoesNotSelect,
+			wantReason: `BindingPolicy "db" named by label ` + bindgatev1alpha1.PolicyLabel + " does not select this pod (its namespaceSelector or podSelector does not match)",
+		},
+		"the policy label names another team's policy": {
+			podLabels: map[string]string{bindgatev1alpha1.PolicyLabel: "team-b"},
+			nsLabels:  map[string]string{"team": "a"},
+			policies: []bindgatev1alpha1.BindingPolicy{
+				newPolicy("team-a").namespaces("team", "a").obj(), newPolicy("team-b").namespaces("team", "b").obj(),
+			},
+			wantCode:   bindgatev1alpha1.ReasonPolicyDoesNotSelect,
+			wantReason: `BindingPolicy "team-b" named by label ` + bindgatev1alpha1.PolicyLabel + " does not select this pod (its namespaceSelector or podSelector does not match)",
+		},
+		"the policy label names a policy whose selector does not parse": {
+			podLabels:  map[string]string{bindgatev1alpha1.PolicyLabel: "broken"},
+			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("broken").invalidPods().obj()},
+			wantCode:   bindgatev1alpha1.ReasonPolicyDoesNotSelect,
+			wantReason: `BindingPolicy "broken" named by label ` + bindgatev1alpha1.PolicyLabel + " does not select this pod (its namespaceSelector or podSelector does not match)",
 		},
 		"the policy label names a missing policy": {
 			podLabels:  map[string]string{bindgatev1alpha1.PolicyLabel: "missing"},
@@ -135,13 +160,17 @@ func TestMatch(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: tc.podLabels}}
-			got, reason := policy.Match(pod, tc.nsLabels, tc.policies)
+			got, code, reason := policy.Match(pod, tc.nsLabels, tc.policies)
 			gotName := ""
 			if got != nil {
 				gotName = got.Name
 			}
-			if gotName != tc.want || reason != tc.wantReason {
-				t.Errorf("got %q (%q), want %q (%q)", gotName, reason, tc.want, tc.wantReason)
+			wantCode := tc.wantCode
+			if wantCode == "" && tc.want == "" {
+				wantCode = bindgatev1alpha1.ReasonNoPolicy
+			}
+			if gotName != tc.want || code != wantCode || reason != tc.wantReason {
+				t.Errorf("got %q (%s: %q), want %q (%s: %q)", gotName, code, reason, tc.want, wantCode, tc.wantReason)
 			}
 			if got != nil && reason != "" {
 				t.Errorf("a match came with a reason: %q", reason)

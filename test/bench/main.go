@@ -409,6 +409,9 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	switch contender {
 	case Bindgate, BindgateSchedulerName:
 		proc = exec.CommandContext(ctx, rc.bindgate, "--kubeconfig", cp.kubeconfig, "--leader-elect=false",
+			// One replica: only waiting pods' reservations need recording
+			// (auto would record every one, as for several replicas).
+			"--durable-reservations=waiting",
 			"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
 		if rc.pprof != "" {
 			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")

@@ -83,7 +83,7 @@ func render(workloads []string, results []result, args []string) string {
 	b.WriteString("Each contender runs as its own process against a **fresh** control plane (etcd + kube-apiserver v1.37.2 built from pinned modules), ")
 	b.WriteString("with every node (Ready, untainted, 32 CPU / 128Gi / 110 pods) and pod (100m / 128Mi) created before it starts. ")
 	b.WriteString("Contenders alternate order between repetitions; figures are medians. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
-	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false`.\n")
+	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false --durable-reservations=waiting` (a single replica).\n")
 	b.WriteString("- **bindgate-schedulername** (for comparison): the same, but the pods are not gated and name `schedulerName: bindgate` (what the pod webhook's `--pod-webhook-mode=scheduler-name` does) — no gate to remove, so the same writes as kube-scheduler.\n")
 	b.WriteString("- **kube-scheduler** v1.37.2 from the same pinned module: ungated pods, default profile, `clientConnection.qps/burst` 5000, leader election off.\n")
 	b.WriteString("- **raw-bind**: the bench itself POSTs `pods/binding` from 32 workers with no placement logic — the write ceiling of the machine.\n\n")

@@ -43,7 +43,7 @@ func TestInvalidFlags(t *testing.T) {
 		},
 		"durable reservations": {
 			args: []string{"--durable-reservations=sometimes"},
-			want: `--durable-reservations=\"sometimes\": want waiting or always`,
+			want: `--durable-reservations=\"sometimes\": want auto, waiting or always`,
 		},
 		"unknown flag": {
 			args: []string{"--wrokers=4"},

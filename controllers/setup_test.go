@@ -1,0 +1,53 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers_test
+
+import (
+	"testing"
+
+	"github.com/bindgate/bindgate/controllers"
+)
+
+// TestDurableAll: the default never leaves replicas without leader
+// election to record only some reservations.
+func TestDurableAll(t *testing.T) {
+	cases := map[string]struct {
+		mode          string
+		leaderElected bool
+		want          bool
+	}{
+		"unset, no leader election":                       {mode: "", want: true},
+		"unset, leader election":                          {mode: "", leaderElected: true, want: false},
+		"auto, no leader election":                        {mode: controllers.DurableAuto, want: true},
+		"auto, leader election":                           {mode: controllers.DurableAuto, leaderElected: true, want: false},
+		"always, leader election":                         {mode: controllers.DurableAlways, leaderElected: true, want: true},
+		"always, no leader election":                      {mode: controllers.DurableAlways, want: true},
+		"waiting, leader election":                        {mode: controllers.DurableWaiting, leaderElected: true, want: false},
+		"waiting, no leader election (explicitly unsafe)": {mode: controllers.DurableWaiting, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := controllers.Options{DurableReservations: tc.mode, LeaderElection: tc.leaderElected}
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := o.DurableAll(); got != tc.want {
+				t.Errorf("DurableAll() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
