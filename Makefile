@@ -42,14 +42,19 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests fro
 	$(CONTROLLER_GEN) rbac:roleName=bindgate-manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods and the schemas permit expressions are type-checked against.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	@kube=$$(cd hack/tools/kubernetes && $(GO) mod download -json k8s.io/kubernetes | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -n "$$kube" || { echo "cannot locate the k8s.io/kubernetes module"; exit 1; }; \
+	echo "$(GO) run ./hack/celschema --core $$kube/api/openapi-spec/v3/api__v1_openapi.json ..."; \
+	$(GO) run ./hack/celschema --core $$kube/api/openapi-spec/v3/api__v1_openapi.json \
+		--crd config/crd/bases/scheduling.bindgate.dev_bindingpolicies.yaml --out internal/permit/schemas.json
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files are stale.
-	@if [ -n "$$(git status --porcelain -- config api)" ]; then \
+	@if [ -n "$$(git status --porcelain -- config api internal/permit/schemas.json)" ]; then \
 		echo "generated files are stale; run 'make manifests generate' and commit:"; \
-		git status --porcelain -- config api; git diff --stat -- config api; exit 1; \
+		git status --porcelain -- config api internal/permit/schemas.json; git diff --stat -- config api internal/permit/schemas.json; exit 1; \
 	fi
 
 .PHONY: fmt

@@ -21,20 +21,28 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
 
-// BindingPolicyReconciler keeps each policy's Ready condition and
-// observedGeneration current. It never writes the spec, so GitOps tools see
+// BindingPolicyReconciler keeps each policy's Ready condition,
+// observedGeneration, boundPods and used current. It never writes the spec, so GitOps tools see
 // no drift.
 type BindingPolicyReconciler struct {
 	client.Client
@@ -71,7 +79,13 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		ready.Message = message
 	}
 
-	if policy.Status.ObservedGeneration == policy.Generation {
+	bound, used, err := r.usage(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	if policy.Status.ObservedGeneration == policy.Generation &&
+		policy.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(policy.Status.Used, used) {
 		if cur := meta.FindStatusCondition(policy.Status.Conditions, ready.Type); cur != nil &&
 			cur.Status == ready.Status && cur.Reason == ready.Reason && cur.Message == ready.Message &&
 			cur.ObservedGeneration == ready.ObservedGeneration {
@@ -81,6 +95,8 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	patch := client.MergeFromWithOptions(policy.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	policy.Status.ObservedGeneration = policy.Generation
+	policy.Status.BoundPods = bound
+	policy.Status.Used = used
 	meta.SetStatusCondition(&policy.Status.Conditions, ready)
 	if err := r.Status().Patch(ctx, policy, patch); err != nil {
 		if apierrors.IsConflict(err) {
@@ -109,11 +125,92 @@ func (r *BindingPolicyReconciler) validate(p *bindgatev1alpha1.BindingPolicy) (s
 	return "", "", true
 }
 
+// boundPolicyIndex indexes the pods in the informer cache that count
+// against a policy: bound by it and not terminated.
+const boundPolicyIndex = "bindgate.boundPolicy"
+
+func boundPolicyOf(pod *corev1.Pod) string {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return ""
+	}
+	return pod.Annotations[bindgatev1alpha1.PolicyAnnotation]
+}
+
+// usage counts the policy's bound, non-terminated pods and what it uses:
+// their requests plus its recorded reservations of pods not yet seen bound,
+// for cpu, memory and the resources its capacity lists.
+func (r *BindingPolicyReconciler) usage(ctx context.Context, p *bindgatev1alpha1.BindingPolicy) (int32, corev1.ResourceList, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.MatchingFields{boundPolicyIndex: p.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, nil, fmt.Errorf("listing the pods of BindingPolicy %s: %w", p.Name, err)
+	}
+	used := corev1.ResourceList{}
+	add := func(l corev1.ResourceList) {
+		for name, q := range l {
+			if _, capped := p.Spec.Capacity[name]; !capped && name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				continue
+			}
+			sum := used[name]
+			sum.Add(q)
+			used[name] = sum
+		}
+	}
+	bound := map[types.UID]bool{}
+	for i := range pods.Items {
+		bound[pods.Items[i].UID] = true
+		add(resourcehelper.PodRequests(&pods.Items[i], resourcehelper.PodResourcesOptions{}))
+	}
+	for _, res := range p.Status.Reservations {
+		if !bound[res.PodUID] {
+			add(res.Resources)
+		}
+	}
+	if len(used) == 0 {
+		used = nil
+	}
+	return int32(len(pods.Items)), used, nil
+}
+
+// usageDelay batches the status writes that bound pods cause: a burst of
+// binds updates a policy's counts once.
+const usageDelay = 2 * time.Second
+
 // SetupWithManager registers the reconciler; status-only updates do not
-// trigger it.
-func (r *BindingPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// trigger it. Pods it bound that start or stop counting against a policy
+// requeue that policy after usageDelay.
+func (r *BindingPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, boundPolicyIndex, func(o client.Object) []string {
+		if p := boundPolicyOf(o.(*corev1.Pod)); p != "" {
+			return []string{p}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by the policy that bound them: %w", err)
+	}
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], policy string) {
+		if policy != "" {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: policy}}, usageDelay)
+		}
+	}
+	pods := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, boundPolicyOf(e.Object.(*corev1.Pod)))
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if before, after := boundPolicyOf(e.ObjectOld.(*corev1.Pod)), boundPolicyOf(e.ObjectNew.(*corev1.Pod)); before != after {
+				enqueue(q, before)
+				enqueue(q, after)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := e.Object.(*corev1.Pod); ok {
+				enqueue(q, boundPolicyOf(pod))
+			}
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bindgatev1alpha1.BindingPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, pods).
 		Named("bindingpolicy").
 		Complete(r)
 }

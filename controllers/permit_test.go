@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func TestPermitTimeoutReject(t *testing.T) {
 	eventually(t, 5*time.Second, "reservation released", func() (bool, error) {
 		return len(getPolicy(t, pol).Status.Reservations) == 0, nil
 	})
-	// The rejected pod backs off (1s) before it takes a new reservation,
+	// The rejected pod takes no new reservation until something changes,
 	// although its own condition updates requeue it at once.
 	time.Sleep(400 * time.Millisecond)
 	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
@@ -205,16 +206,52 @@ func TestPermitTimeoutRetry(t *testing.T) {
 	})
 }
 
+// typedExpressions are permit expressions checked against the Pod, Node
+// and BindingPolicy schemas; wantErr is a substring of the compile error,
+// empty for a valid expression.
+var typedExpressions = map[string]struct{ expr, wantErr string }{
+	"syntax error":             {`pod.metadata.name ==`, "Syntax error"},
+	"int compared with string": {`pod.spec.priority == 'high'`, "found no matching overload for '_==_' applied to '(int, string)'"},
+	"unknown field":            {`pod.spec.nodeNam == ''`, "undefined field 'nodeNam'"},
+	"not a bool":               {`node.metadata.name`, "the expression must evaluate to a bool, not string"},
+	"optional field with has":  {`!has(pod.spec.nodeName) || pod.spec.nodeName == node.metadata.name`, ""},
+	"optional field with ?.":   {`node.metadata.labels[?'zone'].orValue('') == 'a'`, ""},
+}
+
+// TestPermitInvalidExpression runs without the admission webhook (as the
+// playground and `make run` do): the policy controller type-checks each
+// expression and reports the error on the policy.
 func TestPermitInvalidExpression(t *testing.T) {
 	startManager(t, 4)
+	for name, tc := range typedExpressions {
+		t.Run(name, func(t *testing.T) {
+			pol := uniq("typed")
+			pool(t, pol, withPermit(tc.expr, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject))
+			eventually(t, 10*time.Second, "policy Ready reflects the expression", func() (bool, error) {
+				c := meta.FindStatusCondition(getPolicy(t, pol).Status.Conditions, bindgatev1alpha1.ConditionReady)
+				if c == nil {
+					return false, nil
+				}
+				if tc.wantErr == "" {
+					if c.Status == metav1.ConditionFalse {
+						return false, fmt.Errorf("valid expression refused: %s", c.Message)
+					}
+					return c.Status == metav1.ConditionTrue, nil
+				}
+				return c.Status == metav1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonInvalidExpression &&
+					strings.Contains(c.Message, "spec.permit.conditions[0] (approved): ") && strings.Contains(c.Message, tc.wantErr), nil
+			})
+		})
+	}
+}
+
+// TestInvalidPolicyHoldsItsPods: a pod of a policy whose expression does not
+// compile stays gated, saying so.
+func TestInvalidPolicyHoldsItsPods(t *testing.T) {
+	startManager(t, 4)
 	pol := uniq("invalid")
-	pool(t, pol, withPermit(`pod.metadata.name ==`, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject))
+	pool(t, pol, withPermit(`pod.spec.priority == 'high'`, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject))
 	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
-	eventually(t, 10*time.Second, "policy Ready=False InvalidExpression", func() (bool, error) {
-		c := meta.FindStatusCondition(getPolicy(t, pol).Status.Conditions, bindgatev1alpha1.ConditionReady)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonInvalidExpression &&
-			strings.Contains(c.Message, "spec.permit.conditions[0] (approved)"), nil
-	})
 	ns := namespace(t, nil)
 	newPod(ns, "a").policy(pol).create(t)
 	eventually(t, 10*time.Second, "pod gated with PolicyNotReady", func() (bool, error) {
@@ -264,8 +301,16 @@ func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
 	if !strings.Contains(createErr.Error(), "spec.permit.conditions[1] (zone)") {
 		t.Errorf("refusal does not name the condition: %v", createErr)
 	}
-	if err := c.Create(ctx, policy("not-bool", `node.metadata.name`)); err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone): the expression must evaluate to a bool") {
-		t.Errorf("non-bool expression: err = %v", err)
+	for name, tc := range typedExpressions {
+		t.Run(name, func(t *testing.T) {
+			err := c.Create(ctx, policy(uniq("typed"), tc.expr), client.DryRunAll)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("valid expression refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone): ") || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err = %v, want one naming the condition and containing %q", err, tc.wantErr)
+			}
+		})
 	}
 	good := policy("good", `node.metadata.labels[?'zone'].orValue('') == 'a'`)
 	if err := c.Create(ctx, good); err != nil {

@@ -126,6 +126,11 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	if pol == nil {
+		// A reservation held by a policy since deleted is released (with an
+		// event); the pod waits for a policy like any unmatched pod.
+		if _, err := r.Scheduler.ReleaseIfPolicyGone(ctx, pod, "no BindingPolicy matches the pod now"); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.markWaiting(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
@@ -312,7 +317,9 @@ func (r *PodReconciler) forget(key types.NamespacedName, uid types.UID) {
 
 // wakeWaiting requeues every waiting pod: the cluster changed in a way that
 // may let them fit (a node added or changed, a pod gone, a policy changed).
+// Pods a permit timeout rejected are tried again too.
 func (r *PodReconciler) wakeWaiting() {
+	r.Scheduler.ClusterChanged()
 	r.mu.Lock()
 	keys := make([]types.NamespacedName, 0, len(r.waiting))
 	for k := range r.waiting {
@@ -348,6 +355,7 @@ func (r *PodReconciler) onClaimEvent(ctx context.Context, obj any) {
 		if !r.wantsCycle(pod) || !slices.Contains(permit.ClaimNames(pod), pvc.Name) {
 			continue
 		}
+		r.Scheduler.ClusterChanged()
 		r.wake(client.ObjectKeyFromObject(pod))
 	}
 }
@@ -386,6 +394,8 @@ func (r *PodReconciler) onNodeEvent(oldObj, newObj any, deleted bool) {
 	}
 	if deleted {
 		r.Cache.DeleteNode(node.Name)
+		// Pods reserved or waiting on it are placed again at once.
+		r.wakeWaiting()
 		return
 	}
 	r.Cache.UpsertNode(node)

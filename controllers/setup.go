@@ -137,7 +137,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	recorder := mgr.GetEventRecorder("bindgate")
 	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
-	if err := policies.SetupWithManager(mgr); err != nil {
+	if err := policies.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
 

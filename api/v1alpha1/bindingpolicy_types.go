@@ -41,9 +41,11 @@ const (
 type PermitTimeoutAction string
 
 const (
-	// PermitTimeoutReject marks the pod unschedulable and releases its reservation.
+	// PermitTimeoutReject marks the pod unschedulable and releases its
+	// reservation; the pod is tried again when something changes, or after 5m.
 	PermitTimeoutReject PermitTimeoutAction = "Reject"
-	// PermitTimeoutRetry releases the reservation and requeues the pod with backoff.
+	// PermitTimeoutRetry releases the reservation and tries again after a
+	// backoff of 1s, 2s, 4s ... (at most 5m).
 	PermitTimeoutRetry PermitTimeoutAction = "Retry"
 )
 
@@ -144,8 +146,13 @@ type Permit struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// onTimeout is what happens when the timeout passes: Reject (the
-	// default) marks the pod unschedulable and releases its reservation;
-	// Retry releases the reservation and requeues the pod with backoff.
+	// default) releases the reservation and marks the pod
+	// PodScheduled=False/Unschedulable naming the pending conditions; it is
+	// tried again only when its labels, annotations or spec, a node, a
+	// claim, a bound pod or this policy's spec changes, or after 5 minutes
+	// (as kube-scheduler retries unschedulable pods). Retry releases the
+	// reservation and tries again after a backoff of 1s, 2s, 4s ... (at
+	// most 5m).
 	// +optional
 	// +kubebuilder:default=Reject
 	OnTimeout PermitTimeoutAction `json:"onTimeout,omitempty"`
@@ -174,8 +181,13 @@ type PermitCondition struct {
 	Name string `json:"name"`
 
 	// expression is a CEL expression over `pod`, `node` (the reserved node)
-	// and `policy` that returns a bool: true approves, false waits.
-	// Evaluation errors count as waiting, with the error as the reason.
+	// and `policy` that returns a bool: true approves, false waits. The
+	// variables are typed by the OpenAPI schemas of Pod, Node and
+	// BindingPolicy: an unknown field or a type mismatch does not compile
+	// (refused at admission by the webhook; otherwise the policy turns
+	// Ready=False, InvalidExpression). Fields that may be unset need has()
+	// or the ?. operator. Evaluation errors count as waiting, with the
+	// error as the reason.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
@@ -348,6 +360,7 @@ type BindingPolicyStatus struct {
 
 	// reservedPods is the number of entries in reservations.
 	// +optional
+	// +kubebuilder:default=0
 	ReservedPods int32 `json:"reservedPods,omitempty"`
 
 	// reserved is the sum of the resources in reservations.
@@ -356,7 +369,22 @@ type BindingPolicyStatus struct {
 
 	// waitingPods is how many reserved pods are waiting in Permit.
 	// +optional
+	// +kubebuilder:default=0
 	WaitingPods int32 `json:"waitingPods,omitempty"`
+
+	// boundPods is how many pods this policy bound that have not
+	// terminated. Updated within seconds of a change.
+	// +optional
+	// +kubebuilder:default=0
+	BoundPods int32 `json:"boundPods,omitempty"`
+
+	// used is what this policy holds, as its capacity counts it: the
+	// requests of its bound, non-terminated pods plus its recorded
+	// reservations, for cpu, memory and every resource in spec.capacity.
+	// Updated within seconds of a change.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=18
+	Used corev1.ResourceList `json:"used,omitempty"`
 }
 
 // BindingPolicy tells bindgate how to place, hold, permit and bind the gated
@@ -364,9 +392,13 @@ type BindingPolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=bp
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reserved",type=integer,JSONPath=`.status.reservedPods`
 // +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.waitingPods`
+// +kubebuilder:printcolumn:name="Bound",type=integer,JSONPath=`.status.boundPods`
+// +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.used`,priority=1
+// +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.spec.capacity`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BindingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -16,10 +16,11 @@ limitations under the License.
 
 // Package permit implements the Permit conditions of a BindingPolicy. This
 // file holds the `expression` kind: a CEL expression over `pod`, `node` and
-// `policy` (each the object as JSON, e.g. pod.metadata.annotations) that
-// must evaluate to true. Expressions are compiled with the Kubernetes CEL
-// environment (the libraries of ValidatingAdmissionPolicy) once per policy
-// generation and evaluated under a cost limit.
+// `policy` that must evaluate to true. Expressions are compiled with the
+// Kubernetes CEL environment (the libraries of ValidatingAdmissionPolicy),
+// each variable typed by its OpenAPI schema as ValidatingAdmissionPolicy's
+// type checker types `object`, once per policy generation, and evaluated
+// under a cost limit.
 package permit
 
 import (
@@ -31,8 +32,9 @@ import (
 
 	"github.com/google/cel-go/cel"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -40,8 +42,11 @@ import (
 )
 
 // CostLimit bounds the runtime cost of one evaluation (the unit of
-// Kubernetes' CEL cost model).
-const CostLimit = 1_000_000
+// Kubernetes' CEL cost model): the per-call limit of ValidatingAdmissionPolicy.
+// As there, no static estimate is enforced: Pod and Node declare no maxItems
+// or maxLength, so the worst case the schemas allow (a 3 MiB object) would
+// refuse ordinary expressions such as a check over every container.
+const CostLimit = celconfig.PerCallLimit
 
 // RecheckAfter is how long a pod whose expression is false (or failed) waits
 // at most before the expression is evaluated again. Pod updates re-run it at
@@ -54,28 +59,40 @@ const ReasonFalse = "expression is false"
 var (
 	envOnce sync.Once
 	envSet  *environment.EnvSet
+	envVars []variable
 	errEnv  error
 )
 
-func envs() (*environment.EnvSet, error) {
+// envs is the CEL environment of permit expressions: the Kubernetes base
+// environment (the libraries of ValidatingAdmissionPolicy) with pod, node
+// and policy typed by their OpenAPI schemas, so a misspelt field or a
+// comparison of an int with a string fails to compile.
+func envs() (*environment.EnvSet, []variable, error) {
 	envOnce.Do(func() {
+		envVars, errEnv = variables()
+		if errEnv != nil {
+			return
+		}
+		opts := make([]cel.EnvOption, 0, len(envVars))
+		decls := make([]*apiservercel.DeclType, 0, len(envVars))
+		for _, v := range envVars {
+			opts = append(opts, cel.Variable(v.name, v.decl.CelType()))
+			decls = append(decls, v.decl)
+		}
 		envSet, errEnv = environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).Extend(
 			environment.VersionedOptions{
 				IntroducedVersion: version.MajorMinor(1, 0),
-				EnvOptions: []cel.EnvOption{
-					cel.Variable("pod", cel.DynType),
-					cel.Variable("node", cel.DynType),
-					cel.Variable("policy", cel.DynType),
-				},
+				EnvOptions:        opts,
+				DeclTypes:         decls,
 			})
 	})
-	return envSet, errEnv
+	return envSet, envVars, errEnv
 }
 
 // compileExpression type-checks one expression. stored selects the
 // permissive environment used for expressions already admitted.
 func compileExpression(expr string, stored bool) (cel.Program, error) {
-	set, err := envs()
+	set, _, err := envs()
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment: %w", err)
 	}
@@ -141,17 +158,18 @@ func (e *Expression) Permit(ctx context.Context, state *framework.CycleState, po
 	if e.err != nil {
 		return framework.NewStatus(framework.Wait, "invalid expression: "+e.err.Error()), RecheckAfter
 	}
-	vars := map[string]any{}
-	for name, obj := range map[string]any{"pod": pod, "node": node, "policy": state.Policy} {
-		if obj == nil || isNilPointer(obj) {
-			vars[name] = nil
-			continue
-		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	_, typed, err := envs()
+	if err != nil {
+		return framework.NewStatus(framework.Wait, err.Error()), RecheckAfter
+	}
+	objs := map[string]any{"pod": pod, "node": node, "policy": state.Policy}
+	vars := make(map[string]any, len(typed))
+	for _, v := range typed {
+		val, err := v.value(objs[v.name])
 		if err != nil {
-			return framework.NewStatus(framework.Wait, fmt.Sprintf("converting %s: %v", name, err)), RecheckAfter
+			return framework.NewStatus(framework.Wait, err.Error()), RecheckAfter
 		}
-		vars[name] = u
+		vars[v.name] = val
 	}
 	out, _, err := e.prg.ContextEval(ctx, vars)
 	if err != nil {

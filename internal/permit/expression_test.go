@@ -20,8 +20,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -54,6 +56,19 @@ func TestCompile(t *testing.T) {
 		{"node and policy", []string{`node.metadata.labels['zone'] == 'a' && policy.metadata.name == 'p'`}, ""},
 		{"k8s library", []string{`quantity(node.status.allocatable['cpu']).isGreaterThan(quantity('1'))`}, ""},
 		{"not bool", []string{`'yes'`}, "spec.permit.conditions[0] (first): the expression must evaluate to a bool"},
+		{"not bool: a field", []string{`pod.spec.nodeName`}, "the expression must evaluate to a bool, not string"},
+		{"int compared with string", []string{`pod.spec.priority == 'high'`}, "found no matching overload for '_==_' applied to '(int, string)'"},
+		{"unknown field", []string{`pod.spec.nodeNam == ''`}, "undefined field 'nodeNam'"},
+		{"unknown node field", []string{`node.spec.unschedulabl`}, "undefined field 'unschedulabl'"},
+		{"unknown policy field", []string{`policy.spec.priorty > 1`}, "undefined field 'priorty'"},
+		{"optional field with has", []string{`!has(pod.spec.nodeName) || pod.spec.nodeName == ''`}, ""},
+		{"optional field with ?.", []string{`pod.spec.?priorityClassName.orValue('') == 'high'`}, ""},
+		{"typed policy", []string{`policy.spec.priority > 1 && policy.metadata.labels['team'] == 'a'`}, ""},
+		{"timestamp", []string{`pod.metadata.creationTimestamp < timestamp('2030-01-01T00:00:00Z')`}, ""},
+		{"quantity", []string{`pod.spec.containers.all(c, !has(c.resources.requests) || !('cpu' in c.resources.requests) || quantity(c.resources.requests['cpu']).isLessThan(quantity('4')))`}, ""},
+		{"list over containers", []string{`pod.spec.containers.all(c, c.image.startsWith('registry.example/'))`}, ""},
+		{"node conditions", []string{`node.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')`}, ""},
+		{"labels", []string{`pod.metadata.labels.exists(k, k.startsWith('team-'))`}, ""},
 		{"syntax error", []string{approved, `pod.metadata.name ==`}, "spec.permit.conditions[1] (second): "},
 		{"unknown variable", []string{`object.metadata.name == 'x'`}, "undeclared reference to 'object'"},
 		{"no permit", nil, ""},
@@ -78,7 +93,15 @@ func TestEval(t *testing.T) {
 	pod := func(ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Annotations: ann}}
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
+		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}},
+	}
+	prio := int32(10)
+	typed := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		Spec:       corev1.PodSpec{Priority: &prio, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app"}}},
+	}
 	cases := []struct {
 		name       string
 		expr       string
@@ -92,6 +115,12 @@ func TestEval(t *testing.T) {
 		{"node label", `node.metadata.labels.zone == 'a'`, pod(nil), false, ""},
 		{"runtime error", `pod.metadata.annotations['missing'] == 'x'`, pod(nil), true, "evaluation error: no such key: annotations"},
 		{"invalid expression", `pod.metadata.name ==`, pod(nil), true, "invalid expression"},
+		{"int field", `pod.spec.priority > 5`, typed, false, ""},
+		{"timestamp field", `pod.metadata.creationTimestamp < timestamp('2026-06-01T00:00:00Z')`, typed, false, ""},
+		{"quantity field", `quantity(node.status.allocatable['cpu']).isGreaterThan(quantity('4'))`, typed, false, ""},
+		{"list field", `pod.spec.containers.all(c, c.image.startsWith('registry.example/'))`, typed, false, ""},
+		{"unset optional field", `pod.spec.?priorityClassName.orValue('') == 'high'`, typed, true, permit.ReasonFalse},
+		{"unset field without has", `pod.spec.nodeName == ''`, typed, true, "evaluation error: no such key: nodeName"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

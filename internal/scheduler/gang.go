@@ -34,6 +34,7 @@ import (
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/permit"
 )
 
 // gangRecheck bounds the wait of a gang that cannot be placed yet; node and
@@ -192,10 +193,15 @@ func (s *Scheduler) releaseGang(ctx context.Context, state *framework.CycleState
 		}
 		if res, held := s.Cache.Reserved(m.UID); held && res.Policy == state.Policy.Name {
 			s.unreserve(ctx, state, m, res.Node)
-			s.holdAfterPermitTimeout(m.UID)
 			msg := fmt.Sprintf("released with gang %s: the permit wait of %s timed out", group, pod.Name)
 			if err := s.setPermitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Recording the gang timeout", "pod", klog.KObj(m))
+			}
+			if permit.OnTimeout(state.Policy) == bindgatev1alpha1.PermitTimeoutReject {
+				s.holdAfterReject(m, state.Policy)
+				_ = s.setPodScheduledFalse(ctx, m, corev1.PodReasonUnschedulable, msg)
+			} else {
+				s.holdAfterPermitTimeout(m.UID)
 			}
 			if s.Wake != nil {
 				s.Wake(client.ObjectKeyFromObject(m))

@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,9 @@ type Scheduler struct {
 	// the pod takes no new reservation before the hold ends, whatever
 	// events requeue it.
 	permitHolds sync.Map
+	// clusterEpoch counts the changes that may let a rejected pod through
+	// (see ClusterChanged).
+	clusterEpoch atomic.Uint64
 }
 
 // DefaultFilters are the Filter plugins in kube-scheduler's order.
@@ -159,12 +163,21 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	res, held := s.reservedNow(policy, pod)
 	if held && res.Policy != policy.Name {
 		// Reserved under another policy (the pod's labels or the policies
-		// changed): the reservation stays with its policy.
-		policy = s.policyByName(ctx, res.Policy, policy)
-		state = framework.NewCycleState(policy, pod)
+		// changed): the reservation stays with its policy, unless that
+		// policy was deleted: then the pod starts again under its match.
+		released, err := s.ReleaseIfPolicyGone(ctx, pod, "matching the pod again: now BindingPolicy "+policy.Name)
+		if err != nil {
+			return Outcome{Result: metrics.ResultError}, err
+		}
+		if released {
+			held = false
+		} else {
+			policy = s.policyByName(ctx, res.Policy, policy)
+			state = framework.NewCycleState(policy, pod)
+		}
 	}
 	if !held {
-		if wait := s.permitHoldOff(pod.UID); wait > 0 {
+		if wait := s.permitHoldOff(pod, policy); wait > 0 {
 			return Outcome{RequeueAfter: wait}, nil
 		}
 		if out, done, err := s.gangReserve(ctx, state, pod); done || err != nil {
@@ -180,7 +193,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	}
 	node, ok := s.Cache.Node(res.Node)
 	if !ok {
-		s.unreserve(ctx, state, pod, res.Node)
+		s.releaseGone(ctx, pod, res, fmt.Sprintf("Released the reservation on node %s: the node was deleted; choosing a node again", res.Node))
 		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
 	}
 
@@ -381,6 +394,14 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	}
 	plugins := s.PermitPlugins(state.Policy)
 	if len(plugins) == 0 {
+		// A pod that waited under another policy (since deleted) or an
+		// earlier generation must not keep saying so once bound.
+		if c := permittedCondition(pod); c != nil && c.Status != corev1.ConditionTrue {
+			msg := fmt.Sprintf("BindingPolicy %s has no permit conditions", state.Policy.Name)
+			if err := s.setPermitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, msg); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
+			}
+		}
 		return Outcome{}, false
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -462,8 +483,8 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 }
 
 // permitTimeout ends a wait whose deadline passed: the reservation is
-// released and the pod is either marked unschedulable (Reject) or requeued
-// with backoff (Retry).
+// released and the pod is either marked unschedulable until something that
+// may change the answer changes (Reject) or requeued with backoff (Retry).
 func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, pending string, reservedAt time.Time) Outcome {
 	policy := state.Policy
 	action := permit.OnTimeout(policy)
@@ -475,50 +496,14 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recording the permit timeout", "pod", klog.KObj(pod))
 	}
-	// The pod takes no new reservation before the backoff ends, even when
+	// The pod takes no new reservation before its hold ends, even when
 	// the condition and event writes above requeue it at once.
-	hold := s.holdAfterPermitTimeout(pod.UID)
 	if action == bindgatev1alpha1.PermitTimeoutRetry {
-		return Outcome{Result: metrics.ResultWaiting, RequeueAfter: hold}
+		return Outcome{Result: metrics.ResultWaiting, RequeueAfter: s.holdAfterPermitTimeout(pod.UID)}
 	}
+	hold := s.holdAfterReject(pod, policy)
 	_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
 	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: hold}
-}
-
-// permitHold is the backoff of a pod whose permit wait timed out.
-type permitHold struct {
-	until    time.Time
-	timeouts int
-}
-
-// holdAfterPermitTimeout starts the pod's backoff after a permit timeout:
-// 1s, 2s, 4s ... at most 5m, growing with each timeout in a row.
-func (s *Scheduler) holdAfterPermitTimeout(uid types.UID) time.Duration {
-	now := s.Clock.Now()
-	n := 0
-	if v, ok := s.permitHolds.Load(uid); ok {
-		n = v.(permitHold).timeouts
-	}
-	d := min(time.Second<<min(n, 9), 5*time.Minute)
-	s.permitHolds.Store(uid, permitHold{until: now.Add(d), timeouts: n + 1})
-	// Forget pods whose hold ended long ago (deleted, or bound elsewhere).
-	s.permitHolds.Range(func(k, v any) bool {
-		if now.Sub(v.(permitHold).until) > 15*time.Minute {
-			s.permitHolds.Delete(k)
-		}
-		return true
-	})
-	return d
-}
-
-// permitHoldOff returns how long the pod must still wait before it may
-// take a new reservation (0: it may).
-func (s *Scheduler) permitHoldOff(uid types.UID) time.Duration {
-	v, ok := s.permitHolds.Load(uid)
-	if !ok {
-		return 0
-	}
-	return max(v.(permitHold).until.Sub(s.Clock.Now()), 0)
 }
 
 func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result string, reservedAt time.Time) {

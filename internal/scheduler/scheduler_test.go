@@ -226,7 +226,9 @@ func TestPermitHoldBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := &Scheduler{Clock: clk}
 	const uid = types.UID("u")
-	if got := s.permitHoldOff(uid); got != 0 {
+	p, pol := pod("u", "1", ""), policy()
+	p.UID = uid
+	if got := s.permitHoldOff(p, pol); got != 0 {
 		t.Fatalf("hold before any timeout: %v", got)
 	}
 	var got []time.Duration
@@ -240,15 +242,15 @@ func TestPermitHoldBackoff(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("holds (-want +got):\n%s", diff)
 	}
-	if got := s.permitHoldOff(uid); got != 5*time.Minute {
+	if got := s.permitHoldOff(p, pol); got != 5*time.Minute {
 		t.Errorf("hold right after the timeout: %v, want 5m", got)
 	}
 	clk.Step(4 * time.Minute)
-	if got := s.permitHoldOff(uid); got != time.Minute {
+	if got := s.permitHoldOff(p, pol); got != time.Minute {
 		t.Errorf("hold 4m later: %v, want 1m", got)
 	}
 	clk.Step(2 * time.Minute)
-	if got := s.permitHoldOff(uid); got != 0 {
+	if got := s.permitHoldOff(p, pol); got != 0 {
 		t.Errorf("hold after it ended: %v, want 0", got)
 	}
 
@@ -258,6 +260,66 @@ func TestPermitHoldBackoff(t *testing.T) {
 	s.holdAfterPermitTimeout("other")
 	if got := s.holdAfterPermitTimeout(uid); got != time.Second {
 		t.Errorf("hold after a forgotten streak: %v, want 1s", got)
+	}
+}
+
+// TestPermitHoldReject: a pod rejected by a permit timeout is held for 5
+// minutes (kube-scheduler's unschedulable limit), not on the 1s, 2s, 4s ...
+// backoff of Retry, unless something that may change the answer changes.
+func TestPermitHoldReject(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		change func(s *Scheduler, p *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy)
+		after  time.Duration // clock step after the change
+		want   time.Duration // hold left
+	}{
+		"nothing changed, just after": {after: time.Second, want: RejectedRetryAfter - time.Second},
+		"nothing changed, 4m later":   {after: 4 * time.Minute, want: time.Minute},
+		"nothing changed, 5m later":   {after: 5 * time.Minute, want: 0},
+		"pod status changed": {change: func(_ *Scheduler, p *corev1.Pod, _ *bindgatev1alpha1.BindingPolicy) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "x"})
+		}, after: time.Second, want: RejectedRetryAfter - time.Second},
+		"pod annotated": {change: func(_ *Scheduler, p *corev1.Pod, _ *bindgatev1alpha1.BindingPolicy) {
+			p.Annotations = map[string]string{"approved": "true"}
+		}, want: 0},
+		"pod relabelled": {change: func(_ *Scheduler, p *corev1.Pod, _ *bindgatev1alpha1.BindingPolicy) {
+			p.Labels = map[string]string{"a": "b"}
+		}, want: 0},
+		"pod spec changed": {change: func(_ *Scheduler, p *corev1.Pod, _ *bindgatev1alpha1.BindingPolicy) {
+			p.Spec.NodeSelector = map[string]string{"a": "b"}
+		}, want: 0},
+		"policy spec changed":          {change: func(_ *Scheduler, _ *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy) { pol.Generation++ }, want: 0},
+		"another policy":               {change: func(_ *Scheduler, _ *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy) { pol.UID = "other" }, want: 0},
+		"a node, claim or pod changed": {change: func(s *Scheduler, _ *corev1.Pod, _ *bindgatev1alpha1.BindingPolicy) { s.ClusterChanged() }, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(start)
+			s := &Scheduler{Clock: clk}
+			p, pol := pod("r", "1", ""), policy()
+			if got := s.holdAfterReject(p, pol); got != RejectedRetryAfter {
+				t.Fatalf("hold = %v, want %v", got, RejectedRetryAfter)
+			}
+			p, pol = p.DeepCopy(), pol.DeepCopy()
+			if tc.change != nil {
+				tc.change(s, p, pol)
+			}
+			clk.Step(tc.after)
+			if got := s.permitHoldOff(p, pol); got != tc.want {
+				t.Fatalf("hold left = %v, want %v", got, tc.want)
+			}
+			if tc.want == 0 {
+				// The hold is gone: a new timeout starts afresh.
+				if got := s.permitHoldOff(pod("r", "1", ""), policy()); got != 0 {
+					t.Errorf("hold left after it ended = %v, want 0", got)
+				}
+			}
+		})
+	}
+	// Retry, by contrast, backs off from 1s.
+	s := &Scheduler{Clock: clocktesting.NewFakeClock(start)}
+	if got := s.holdAfterPermitTimeout("u"); got != time.Second {
+		t.Errorf("Retry hold = %v, want 1s", got)
 	}
 }
 

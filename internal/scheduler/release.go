@@ -1,0 +1,65 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package scheduler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/cache"
+)
+
+// EventReservationReleased is the reason of the event a pod gets when its
+// reservation is released because what it was held on or by went away.
+const EventReservationReleased = "ReservationReleased"
+
+// releaseGone releases a reservation whose node or policy went away and
+// tells the pod why, so that a pod placed again elsewhere (or matched to
+// another policy) does not change silently.
+func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.Reservation, msg string) {
+	ctrl.LoggerFrom(ctx).V(2).Info("Releasing reservation", "pod", klog.KObj(pod), "node", res.Node, "policy", res.Policy, "reason", msg)
+	s.Cache.Unreserve(pod.UID, false)
+	s.Ledger.Release(res.Policy, pod.UID)
+	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventReservationReleased, "Reserve", msg)
+}
+
+// ReleaseIfPolicyGone releases the pod's reservation when the policy that
+// holds it no longer exists, with a ReservationReleased event; next says
+// what happens to the pod now. It reports whether it released one.
+func (s *Scheduler) ReleaseIfPolicyGone(ctx context.Context, pod *corev1.Pod, next string) (bool, error) {
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return false, nil
+	}
+	err := s.Client.Get(ctx, client.ObjectKey{Name: res.Policy}, &bindgatev1alpha1.BindingPolicy{})
+	switch {
+	case err == nil:
+		return false, nil
+	case !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("reading BindingPolicy %s: %w", res.Policy, err)
+	}
+	s.releaseGone(ctx, pod, res, fmt.Sprintf("Released the reservation on node %s: BindingPolicy %s, which held it, was deleted; %s",
+		res.Node, res.Policy, next))
+	return true, nil
+}
