@@ -233,8 +233,8 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 	})
 	out := mustRun(t, "kubectl", kc, "get", "bp")
 	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
-	if strings.Join(header, " ") != "NAME READY RESERVED WAITING AGE" {
-		t.Errorf("kubectl get bp columns = %v, want NAME READY RESERVED WAITING AGE\n%s", header, out)
+	if strings.Join(header, " ") != "NAME PRIORITY READY RESERVED WAITING BOUND AGE" {
+		t.Errorf("kubectl get bp columns = %v, want NAME PRIORITY READY RESERVED WAITING BOUND AGE\n%s", header, out)
 	}
 	for _, name := range samples {
 		if !strings.Contains(out, name) || !strings.Contains(out, "True") {
