@@ -418,11 +418,21 @@ func (r *PodReconciler) onPolicyEvent(oldObj, newObj any) {
 		return
 	}
 	for i := range p.Status.Reservations {
-		r.Cache.AddRecorded(p.Name, &p.Status.Reservations[i])
+		r.Cache.AddRecorded(p.Name, &p.Status.Reservations[i], r.reservedPod)
 	}
 	if old, ok := oldObj.(*bindgatev1alpha1.BindingPolicy); !ok || old.Generation != p.Generation || !apiequality.Semantic.DeepEqual(old.Status.Conditions, p.Status.Conditions) {
 		r.wakeWaiting()
 	}
+}
+
+// reservedPod is the pod of a recorded reservation as the informer shows it
+// (nil when unknown).
+func (r *PodReconciler) reservedPod(res *bindgatev1alpha1.Reservation) *corev1.Pod {
+	pod := &corev1.Pod{}
+	if err := r.Get(context.Background(), types.NamespacedName{Namespace: res.PodNamespace, Name: res.PodName}, pod); err != nil {
+		return nil
+	}
+	return pod
 }
 
 // load rebuilds reservations from every policy's status and releases the
@@ -445,7 +455,7 @@ func (r *PodReconciler) load(ctx context.Context) error {
 				stale++
 				continue
 			}
-			r.Cache.AddRecorded(p.Name, res)
+			r.Cache.AddRecorded(p.Name, res, func(*bindgatev1alpha1.Reservation) *corev1.Pod { return pod })
 		}
 	}
 	log.Info("Loaded recorded reservations", "held", len(r.Cache.Reservations()), "released", stale)

@@ -176,7 +176,7 @@ func TestFilterTable(t *testing.T) {
 		},
 		"taint: summary": {
 			nodes:   []nodeSpec{{"tainted", func(b *nodeBuilder) { b.taint("dedicated", "gpu", corev1.TaintEffectNoSchedule) }}},
-			wantMsg: "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.",
+			wantMsg: "0/1 nodes are available: 1 node(s) had untolerated taint(s).",
 		},
 		"affinity: the pod's nodeSelector picks the node": {
 			nodes:    []nodeSpec{{"ssd", func(b *nodeBuilder) { b.label("disk", "ssd").alloc(corev1.ResourceCPU, "1") }}, {"hdd", nil}},

@@ -26,7 +26,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -38,6 +41,7 @@ import (
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/permit"
+	"github.com/bindgate/bindgate/internal/placement"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
@@ -141,20 +145,23 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
 
-	c := cache.New(opts.Clock)
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c, mgr.GetAPIReader()))
+	c := cache.New(ctx, opts.Clock)
+	placer, err := newPlacer(ctx, mgr, c, opts)
+	if err != nil {
+		return err
+	}
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c, mgr.GetAPIReader(), mgr.GetClient()))
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}
 	sched := &scheduler.Scheduler{
-		Client:                   mgr.GetClient(),
-		Cache:                    c,
-		Ledger:                   l,
-		Recorder:                 recorder,
-		Clock:                    opts.Clock,
-		Filters:                  scheduler.DefaultFilters(),
-		Binder:                   &bind.Binder{Client: mgr.GetClient()},
-		PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+		Client:   mgr.GetClient(),
+		Cache:    c,
+		Ledger:   l,
+		Recorder: recorder,
+		Clock:    opts.Clock,
+		Placer:   placer,
+		Binder:   &bind.Binder{Client: mgr.GetClient()},
 	}
 	if err := setupBindWebhooks(mgr, opts, sched, policies); err != nil {
 		return err
@@ -170,7 +177,6 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = pods.wake
-	sched.Filters = append(sched.Filters, permits.VolumeFilter())
 	sched.DurableAlways = opts.DurableAll()
 	sched.UngateMethod = ungateMethod(ctx, mgr)
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
@@ -200,10 +206,17 @@ func validatePolicy(p *bindgatev1alpha1.BindingPolicy) (reason, message string, 
 // So the pods bound to each node in question are read live from the API
 // server too (after the status, so they include every bind whose release
 // the status shows) and counted until the informer catches up.
-func revalidate(c *cache.Cache, live client.Reader) ledger.Validator {
+func revalidate(c *cache.Cache, live, cached client.Reader) ledger.Validator {
+	lookup := func(res *bindgatev1alpha1.Reservation) *corev1.Pod {
+		pod := &corev1.Pod{}
+		if err := cached.Get(context.Background(), types.NamespacedName{Namespace: res.PodNamespace, Name: res.PodName}, pod); err != nil {
+			return nil
+		}
+		return pod
+	}
 	return func(ctx context.Context, p *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
 		for i := range p.Status.Reservations {
-			c.AddRecorded(p.Name, &p.Status.Reservations[i])
+			c.AddRecorded(p.Name, &p.Status.Reservations[i], lookup)
 		}
 		lost := map[types.UID]error{}
 		listed := map[string]bool{}
@@ -236,6 +249,37 @@ func revalidate(c *cache.Cache, live client.Reader) ledger.Validator {
 		}
 		return lost
 	}
+}
+
+// newPlacer builds kube-scheduler's framework over the cache. Its informer
+// factory reuses the manager's pod, node and claim informers; the rest
+// (volumes, storage classes, CSI objects, namespaces, workload owners for
+// topology spread's defaults) it starts itself.
+func newPlacer(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, opts Options) (*placement.Placer, error) {
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating a clientset: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.PersistentVolumeClaim{}} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("getting the %T informer: %w", obj, err)
+		}
+		if shared, ok := inf.(toolscache.SharedIndexInformer); ok {
+			placement.Share(factory, obj, shared)
+		}
+	}
+	p, err := placement.New(ctx, placement.Options{
+		Cache: c, Client: cs, Informers: factory, PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(p); err != nil {
+		return nil, fmt.Errorf("adding the placer: %w", err)
+	}
+	return p, nil
 }
 
 // ungateMethod asks the API server its version once: pods are ungated by a

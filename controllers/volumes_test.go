@@ -75,16 +75,81 @@ func createClaim(t *testing.T, ns, name, class, volume string) *corev1.Persisten
 	return pvc
 }
 
-func setClaimBound(t *testing.T, ns, name string) {
+// provision does what a provisioner and the PV controller do for a claim:
+// a volume reachable from node only, bound to the claim both ways.
+func provision(t *testing.T, ns, name, node string) *corev1.PersistentVolume {
 	t.Helper()
+	ctx := context.Background()
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: uniq("pv"), Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "example.com/fake"}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/" + name}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: name, UID: pvc.UID},
+			NodeAffinity:           nodeAffinity(node),
+		},
+	}
+	if pvc.Spec.StorageClassName != nil {
+		pv.Spec.StorageClassName = *pvc.Spec.StorageClassName
+	}
+	if err := env.Client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+	pv.Status.Phase = corev1.VolumeBound
+	if err := env.Client.Status().Update(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	bindClaim(t, ns, name, pv.Name)
+	return pv
+}
+
+// bindClaim binds a claim to a volume as the PV controller does.
+func bindClaim(t *testing.T, ns, name, volume string) {
+	t.Helper()
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Spec.VolumeName = volume
+	if pvc.Annotations == nil {
+		pvc.Annotations = map[string]string{}
+	}
+	pvc.Annotations["pv.kubernetes.io/bind-completed"] = "yes"
+	pvc.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+	if err := env.Client.Update(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
 	pvc.Status.Phase = corev1.ClaimBound
-	if err := env.Client.Status().Update(context.Background(), pvc); err != nil {
+	pvc.Status.AccessModes = pvc.Spec.AccessModes
+	pvc.Status.Capacity = pvc.Spec.Resources.Requests
+	if err := env.Client.Status().Update(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func nodeAffinity(node string) *corev1.VolumeNodeAffinity {
+	return &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+		}},
+	}}}}
+}
+
+func podScheduledMessage(t *testing.T, ns, name string) string {
+	t.Helper()
+	for _, c := range getPod(t, ns, name).Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return string(c.Status) + "/" + c.Reason + ": " + c.Message
+		}
+	}
+	return ""
 }
 
 func (b *podBuilder) claim(name string) *podBuilder {
@@ -128,8 +193,11 @@ func TestPermitVolumesWaitForFirstConsumer(t *testing.T) {
 		}
 		return pvc.Annotations[permit.AnnSelectedNode] == reserved, nil
 	})
+	// A claim that does not exist: kube-scheduler's VolumeBinding refuses
+	// the pod in PreFilter, in its words.
 	eventually(t, 10*time.Second, "missing claim reported", func() (bool, error) {
-		return permittedMessage(t, ns, "missing") == "False/Waiting: volumes: nope not found", nil
+		return strings.Contains(podScheduledMessage(t, ns, "missing"), `False/Unschedulable: 0/`) &&
+			strings.Contains(podScheduledMessage(t, ns, "missing"), `persistentvolumeclaim "nope" not found`), nil
 	})
 
 	// The claim is deleted while its pod waits: the pod is rejected.
@@ -142,7 +210,7 @@ func TestPermitVolumesWaitForFirstConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	setClaimBound(t, ns, "data")
+	provision(t, ns, "data", reserved)
 	boundAt := time.Now()
 	eventually(t, 5*time.Second, "pod a bound to the reserved node", func() (bool, error) {
 		return getPod(t, ns, "a").Spec.NodeName == reserved, nil
@@ -156,41 +224,65 @@ func TestPermitVolumesWaitForFirstConsumer(t *testing.T) {
 	}
 }
 
-// TestVolumeFilterNodeAffinity: a claim bound to a local volume takes the
-// pod to the volume's node.
-func TestVolumeFilterNodeAffinity(t *testing.T) {
+// TestVolumeBindingNodeAffinity: a claim bound to a local volume takes the
+// pod to the volume's node (kube-scheduler's VolumeBinding Filter).
+func TestVolumeBindingNodeAffinity(t *testing.T) {
 	startManager(t, 4)
 	pol := uniq("volaff")
 	pool(t, pol, withVolumes)
-	// Both nodes are empty: without the volume, the tie goes to "-a".
+	// Both nodes are empty: the volume decides.
 	newNode(pol+"-a").label("pool", pol).create(t)
 	b := newNode(pol+"-b").label("pool", pol).create(t)
 	waitReady(t, pol)
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: uniq("pv")},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/x"}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{b.Name},
-				}},
-			}}}},
-		},
-	}
-	if err := env.Client.Create(context.Background(), pv); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
 	ns := namespace(t, nil)
-	createClaim(t, ns, "local", "", pv.Name)
-	setClaimBound(t, ns, "local")
+	createClaim(t, ns, "local", "", "")
+	provision(t, ns, "local", b.Name)
 	newPod(ns, "p").policy(pol).claim("local").create(t)
 	eventually(t, 10*time.Second, "pod bound", func() (bool, error) {
 		return getPod(t, ns, "p").Spec.NodeName != "", nil
 	})
 	if n := getPod(t, ns, "p").Spec.NodeName; n != b.Name {
 		t.Errorf("pod bound to %s, want %s (the volume's node)", n, b.Name)
+	}
+}
+
+// TestWaitForFirstConsumerWithoutCondition: a policy without a volumes
+// condition still gets the pod's WaitForFirstConsumer claim provisioned for
+// the chosen node, as kube-scheduler's VolumeBinding Reserve/PreBind do: the
+// claim is given the node, the pod is bound only once the claim is Bound,
+// and to that node.
+func TestWaitForFirstConsumerWithoutCondition(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("wffc")
+	pool(t, pol)
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	class := wffcClass(t)
+	ns := namespace(t, nil)
+	createClaim(t, ns, "data", class, "")
+	newPod(ns, "p").policy(pol).claim("data").create(t)
+	var selected string
+	eventually(t, 10*time.Second, "selected-node annotation", func() (bool, error) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data"}, pvc); err != nil {
+			return false, err
+		}
+		selected = pvc.Annotations[permit.AnnSelectedNode]
+		return selected != "", nil
+	})
+	if n := getPod(t, ns, "p").Spec.NodeName; n != "" {
+		t.Fatalf("pod bound to %s before its claim was provisioned", n)
+	}
+	provision(t, ns, "data", selected)
+	eventually(t, 15*time.Second, "pod bound to the selected node", func() (bool, error) {
+		return getPod(t, ns, "p").Spec.NodeName == selected, nil
+	})
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data"}, pvc); err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound {
+		t.Errorf("claim phase %s, want Bound", pvc.Status.Phase)
 	}
 }

@@ -14,32 +14,42 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package cache is the node-capacity snapshot: every node with the requests
-// of the non-terminal pods bound to it and of the reservations held on it.
-// Reserve checks fit and takes the capacity under one lock, so concurrent
-// workers never double-book a node. Like kube-scheduler's assumed pods, a
-// reservation stays counted after its bind until the informer shows the pod
-// bound, so capacity is never briefly forgotten.
+// Package cache is bindgate's view of the cluster for placement. At its
+// heart is kube-scheduler's own scheduler cache (pkg/scheduler/backend/cache):
+// nodes, the non-terminal pods bound to them, and every reservation as an
+// assumed pod on its node, exactly as kube-scheduler assumes a pod between
+// its scheduling and binding cycles. Its incremental snapshot is what
+// kube-scheduler's Filter and Score plugins read, so a reserved pod (waiting
+// in Permit, a gang member, another replica's recorded reservation) counts
+// for resources, ports, affinity and spread like a bound one.
+//
+// Around it the package keeps what kube-scheduler has no notion of: which
+// policy holds each reservation, each policy's capacity in use (reserved and
+// bound), and a per-node resource total so that Reserve can refuse, under
+// one lock, a reservation that would overcommit the node.
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	kcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/clock"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
-	"github.com/bindgate/bindgate/internal/noderesources"
 )
 
 // releasedGrace is how long a released reservation whose pod was bound stays
@@ -47,19 +57,30 @@ import (
 const releasedGrace = 30 * time.Second
 
 type entry struct {
-	key      types.NamespacedName
-	node     string
-	policy   string
-	req      *framework.Resource
-	nzCPU    int64
-	nzMem    int64
-	bound    bool // the informer shows the pod bound to node
-	reserved bool // a reservation is held (by this process or recorded in a policy's status)
-	// releasedAt is set when the reservation was released after a bind; the
-	// entry is counted until the informer shows the bind or the grace passes.
+	// pod is the object the scheduler cache holds: the informer's pod once
+	// bound, else a copy with spec.nodeName set to the reserved node.
+	pod    *corev1.Pod
+	node   string
+	policy string
+	req    *framework.Resource
+	bound  bool // the informer shows the pod bound to node (added, not assumed)
+	// reserved: a reservation is held (by this process or recorded in a
+	// policy's status).
+	reserved bool
+	// releasedAt is set when the reservation was released after a bind (or
+	// the pod was seen bound by a live read); the entry is counted until the
+	// informer shows the bind or the grace passes.
 	releasedAt time.Time
 	// reservedAt is when the reservation was taken (or recorded).
 	reservedAt time.Time
+}
+
+// nodeTotals is the resource total on a node: Reserve's fit check.
+type nodeTotals struct {
+	node        *corev1.Node
+	allocatable *framework.Resource
+	requested   framework.Resource
+	pods        int64
 }
 
 // Reservation describes a held reservation.
@@ -75,71 +96,85 @@ type Reservation struct {
 
 // Cache is safe for concurrent use.
 type Cache struct {
-	clock clock.PassiveClock
+	clock  clock.PassiveClock
+	logger klog.Logger
+	sched  kcache.Cache
 
 	mu     sync.RWMutex
-	nodes  map[string]*framework.NodeInfo
+	nodes  map[string]*nodeTotals
 	pods   map[types.UID]*entry
 	policy map[string]*framework.Resource // held per policy: reserved + bound by it
-	// order lists the nodes in arrival order, for sampling (the same
-	// NodeInfo as in nodes: a visit needs no map lookup).
-	order []*framework.NodeInfo
-	next  atomic.Int64
 }
 
-// New makes an empty cache.
-func New(clk clock.PassiveClock) *Cache {
+// New makes an empty cache. ctx bounds the scheduler cache's background
+// metrics goroutine.
+func New(ctx context.Context, clk clock.PassiveClock) *Cache {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	// The scheduler cache reports into kube-scheduler's metric vectors
+	// (Register is idempotent).
+	schedmetrics.Register()
 	return &Cache{
 		clock:  clk,
-		nodes:  map[string]*framework.NodeInfo{},
+		logger: klog.FromContext(ctx).WithName("cache"),
+		sched:  kcache.New(ctx, nil, false, false),
+		nodes:  map[string]*nodeTotals{},
 		pods:   map[types.UID]*entry{},
 		policy: map[string]*framework.Resource{},
 	}
+}
+
+// UpdateSnapshot brings snapshot up to date with the cache (only the nodes
+// changed since its last update are copied).
+func (c *Cache) UpdateSnapshot(snapshot *kcache.Snapshot) error {
+	return c.sched.UpdateSnapshot(c.logger, snapshot)
 }
 
 // UpsertNode adds or updates a node.
 func (c *Cache) UpsertNode(node *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ni, ok := c.nodes[node.Name]
+	nt, ok := c.nodes[node.Name]
 	if !ok {
-		ni = framework.NewNodeInfo(node)
-		c.nodes[node.Name] = ni
-		c.order = append(c.order, ni)
-		// Count what is already known to be on the node.
+		nt = &nodeTotals{}
+		c.nodes[node.Name] = nt
 		for _, e := range c.pods {
 			if e.node == node.Name && e.counted() {
-				ni.AddPod(e.req, e.nzCPU, e.nzMem, 1)
+				nt.add(e.req, 1)
 			}
 		}
-		return
+		c.sched.AddNode(c.logger, node)
+	} else {
+		c.sched.UpdateNode(c.logger, nt.node, node)
 	}
-	ni.SetNode(node)
+	nt.node = node
+	nt.allocatable = framework.NewResource(node.Status.Allocatable)
 }
 
 // DeleteNode removes a node.
 func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.nodes[name]; !ok {
+	nt, ok := c.nodes[name]
+	if !ok {
 		return
 	}
+	if err := c.sched.RemoveNode(c.logger, nt.node); err != nil {
+		c.logger.Error(err, "Removing a node from the scheduler cache", "node", name)
+	}
 	delete(c.nodes, name)
-	c.order = slices.DeleteFunc(c.order, func(ni *framework.NodeInfo) bool { return ni.Node.Name == name })
 }
 
 // Node returns the node object, if known.
 func (c *Cache) Node(name string) (*corev1.Node, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	ni, ok := c.nodes[name]
+	nt, ok := c.nodes[name]
 	if !ok {
 		return nil, false
 	}
-	return ni.Node, true
+	return nt.node, true
 }
 
 // NodeCount is the number of nodes.
@@ -155,14 +190,19 @@ func isTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-// account adds (sign +1) or removes (-1) e's requests from its node and
-// policy, and a held reservation from the bindgate_reservations gauge.
+func (nt *nodeTotals) add(req *framework.Resource, sign int64) {
+	nt.requested.AddResource(req, sign)
+	nt.pods += sign
+}
+
+// account adds (sign +1) or removes (-1) e's requests from its node's totals
+// and its policy, and a held reservation from the bindgate_reservations gauge.
 func (c *Cache) account(e *entry, sign int64) {
 	if e.reserved {
 		metrics.Reservations.WithLabelValues(e.policy).Add(float64(sign))
 	}
-	if ni, ok := c.nodes[e.node]; ok {
-		ni.AddPod(e.req, e.nzCPU, e.nzMem, sign)
+	if nt, ok := c.nodes[e.node]; ok {
+		nt.add(e.req, sign)
 	}
 	if e.policy != "" {
 		u := c.policy[e.policy]
@@ -175,6 +215,29 @@ func (c *Cache) account(e *entry, sign int64) {
 	}
 }
 
+// drop removes e from the scheduler cache and from the totals.
+func (c *Cache) drop(uid types.UID, e *entry) {
+	var err error
+	if e.bound {
+		err = c.sched.RemovePod(c.logger, e.pod)
+	} else {
+		err = c.sched.ForgetPod(c.logger, e.pod)
+	}
+	if err != nil {
+		c.logger.Error(err, "Removing a pod from the scheduler cache", "pod", klog.KObj(e.pod))
+	}
+	if e.counted() {
+		c.account(e, -1)
+	}
+	delete(c.pods, uid)
+}
+
+// BoundPolicy is the policy a bound pod is charged to: the policy recorded
+// on the pod when bindgate bound it.
+func BoundPolicy(pod *corev1.Pod) string {
+	return pod.Annotations[bindgatev1alpha1.PolicyAnnotation]
+}
+
 // UpsertPod records a pod from the informer: bound, non-terminal pods count
 // on their node; a reservation of the same pod is superseded by the bind.
 func (c *Cache) UpsertPod(pod *corev1.Pod) {
@@ -182,18 +245,33 @@ func (c *Cache) UpsertPod(pod *corev1.Pod) {
 	defer c.mu.Unlock()
 	e, ok := c.pods[pod.UID]
 	if pod.Spec.NodeName == "" || isTerminal(pod) {
-		if ok && e.bound {
-			// Terminated: the capacity is free again.
-			c.account(e, -1)
-			delete(c.pods, pod.UID)
+		if ok && (e.bound || isTerminal(pod)) {
+			// Terminated (or its reservation's pod ended): the capacity is free again.
+			c.drop(pod.UID, e)
 		}
 		return
 	}
 	if ok && e.bound {
-		return // already counted where it is bound
+		if err := c.sched.UpdatePod(c.logger, e.pod, pod); err != nil {
+			c.logger.Error(err, "Updating a pod in the scheduler cache", "pod", klog.KObj(pod))
+		}
+		e.pod = pod
+		return
 	}
-	if ok && e.counted() {
-		c.account(e, -1)
+	if ok {
+		// Assumed (reserved, or released after the bind): the informer now
+		// confirms the bind. A pod bound elsewhere than reserved moves.
+		if e.node != pod.Spec.NodeName {
+			if err := c.sched.ForgetPod(c.logger, e.pod); err != nil {
+				c.logger.Error(err, "Forgetting a pod bound elsewhere", "pod", klog.KObj(pod))
+			}
+		}
+		if e.counted() {
+			c.account(e, -1)
+		}
+	}
+	if err := c.sched.AddPod(c.logger, pod); err != nil {
+		c.logger.Error(err, "Adding a pod to the scheduler cache", "pod", klog.KObj(pod))
 	}
 	ne := podEntry(pod)
 	ne.bound = true
@@ -204,13 +282,11 @@ func (c *Cache) UpsertPod(pod *corev1.Pod) {
 // podEntry is the entry of a pod bound to pod.Spec.NodeName, counted by
 // neither state yet (the caller sets bound or releasedAt).
 func podEntry(pod *corev1.Pod) *entry {
-	cpu, mem := framework.NonZeroPodRequests(pod)
 	return &entry{
-		key:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		pod:    pod,
 		node:   pod.Spec.NodeName,
-		policy: pod.Annotations[bindgatev1alpha1.PolicyAnnotation],
+		policy: BoundPolicy(pod),
 		req:    framework.PodRequests(pod),
-		nzCPU:  cpu, nzMem: mem,
 	}
 }
 
@@ -219,10 +295,7 @@ func (c *Cache) DeletePod(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[uid]; ok {
-		if e.counted() {
-			c.account(e, -1)
-		}
-		delete(c.pods, uid)
+		c.drop(uid, e)
 	}
 }
 
@@ -234,7 +307,14 @@ func (c *Cache) Reserved(uid types.UID) (Reservation, bool) {
 	if !ok || !e.reserved || e.bound {
 		return Reservation{}, false
 	}
-	return Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt}, true
+	return e.reservation(uid), true
+}
+
+func (e *entry) reservation(uid types.UID) Reservation {
+	return Reservation{
+		Pod: types.NamespacedName{Namespace: e.pod.Namespace, Name: e.pod.Name}, UID: uid,
+		Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt,
+	}
 }
 
 // Reservations lists every reservation held, sorted by pod.
@@ -244,7 +324,7 @@ func (c *Cache) Reservations() []Reservation {
 	var out []Reservation
 	for uid, e := range c.pods {
 		if e.reserved && !e.bound {
-			out = append(out, Reservation{Pod: e.key, UID: uid, Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt})
+			out = append(out, e.reservation(uid))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod.String() < out[j].Pod.String() })
@@ -269,47 +349,72 @@ type UnfitError struct{ Reasons []string }
 
 func (e *UnfitError) Error() string { return strings.Join(e.Reasons, ", ") }
 
-// Reserve checks, under the lock, that pod still fits on node (and within
-// the policy's capacity budget) and takes the capacity.
-func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, policy *bindgatev1alpha1.BindingPolicy) error {
+// Reserve assumes pod on node: from now on every plugin sees it there. Under
+// the lock it refuses a reservation that would overcommit the node or take
+// the policy past its capacity. reservedAt zero means now.
+func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, policy *bindgatev1alpha1.BindingPolicy, reservedAt time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
 		if !e.reserved {
-			return fmt.Errorf("pod %s was bound to node %s: %w", e.key, e.node, ErrBound)
+			return fmt.Errorf("pod %s was bound to node %s: %w", klog.KObj(pod), e.node, ErrBound)
 		}
 		if e.node == node {
 			return nil
 		}
-		return fmt.Errorf("pod %s already holds capacity on node %s", e.key, e.node)
+		return fmt.Errorf("pod %s already holds capacity on node %s", klog.KObj(pod), e.node)
 	}
-	ni, ok := c.nodes[node]
+	nt, ok := c.nodes[node]
 	if !ok {
 		return &UnfitError{Reasons: []string{"node not found"}}
 	}
-	if bad := noderesources.Fits(req, ni); len(bad) > 0 {
-		reasons := make([]string, 0, len(bad))
-		for _, b := range bad {
-			reasons = append(reasons, b.Reason)
-		}
-		return &UnfitError{Reasons: reasons}
+	if bad := nt.insufficient(req); len(bad) > 0 {
+		return &UnfitError{Reasons: bad}
 	}
 	if reasons := c.exceedsBudgetLocked(policy, req); len(reasons) > 0 {
 		return &UnfitError{Reasons: reasons}
 	}
-	cpu, mem := framework.NonZeroPodRequests(pod)
-	e := &entry{
-		key:    types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		node:   node,
-		policy: policy.Name,
-		req:    req,
-		nzCPU:  cpu, nzMem: mem,
-		reserved:   true,
-		reservedAt: c.clock.Now(),
+	if reservedAt.IsZero() {
+		reservedAt = c.clock.Now()
 	}
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = node
+	if err := c.sched.AssumePod(c.logger, assumed); err != nil {
+		return fmt.Errorf("assuming pod %s on node %s: %w", klog.KObj(pod), node, err)
+	}
+	e := &entry{pod: assumed, node: node, policy: policy.Name, req: req, reserved: true, reservedAt: reservedAt}
 	c.pods[pod.UID] = e
 	c.account(e, 1)
 	return nil
+}
+
+// insufficient lists the resources req does not fit on the node, worded as
+// kube-scheduler's NodeResourcesFit words them.
+func (nt *nodeTotals) insufficient(req *framework.Resource) []string {
+	if nt.allocatable == nil {
+		return nil
+	}
+	var out []string
+	if nt.pods+1 > nt.allocatable.AllowedPodNumber {
+		out = append(out, "Too many pods")
+	}
+	short := func(name corev1.ResourceName, want, have, alloc int64) {
+		if want > 0 && have+want > alloc {
+			out = append(out, "Insufficient "+string(name))
+		}
+	}
+	short(corev1.ResourceCPU, req.MilliCPU, nt.requested.MilliCPU, nt.allocatable.MilliCPU)
+	short(corev1.ResourceMemory, req.Memory, nt.requested.Memory, nt.allocatable.Memory)
+	short(corev1.ResourceEphemeralStorage, req.EphemeralStorage, nt.requested.EphemeralStorage, nt.allocatable.EphemeralStorage)
+	names := make([]corev1.ResourceName, 0, len(req.Scalar))
+	for name := range req.Scalar {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	for _, name := range names {
+		short(name, req.Scalar[name], nt.requested.Scalar[name], nt.allocatable.Scalar[name])
+	}
+	return out
 }
 
 // ExceedsBudget returns reasons when req would take the policy past its
@@ -324,46 +429,85 @@ func (c *Cache) exceedsBudgetLocked(policy *bindgatev1alpha1.BindingPolicy, req 
 	if len(policy.Spec.Capacity) == 0 {
 		return nil
 	}
-	budget := framework.NewResource(policy.Spec.Capacity)
 	used := c.policy[policy.Name]
 	if used == nil {
 		used = &framework.Resource{}
 	}
-	var out []string
-	over := func(name corev1.ResourceName, limit, have, want int64) {
-		if _, capped := policy.Spec.Capacity[name]; capped && have+want > limit {
-			out = append(out, fmt.Sprintf("policy %s capacity exhausted for %s", policy.Name, name))
-		}
+	usedList := used.ResourceList()
+	usedList[corev1.ResourcePods] = *resource.NewQuantity(used.AllowedPodNumber, resource.DecimalSI)
+	want := req.ResourceList()
+	want[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+	names := make([]corev1.ResourceName, 0, len(policy.Spec.Capacity))
+	for name := range policy.Spec.Capacity {
+		names = append(names, name)
 	}
-	over(corev1.ResourceCPU, budget.MilliCPU, used.MilliCPU, req.MilliCPU)
-	over(corev1.ResourceMemory, budget.Memory, used.Memory, req.Memory)
-	over(corev1.ResourceEphemeralStorage, budget.EphemeralStorage, used.EphemeralStorage, req.EphemeralStorage)
-	over(corev1.ResourcePods, budget.AllowedPodNumber, used.AllowedPodNumber, 1)
-	for name, limit := range budget.Scalar {
-		over(name, limit, used.Scalar[name], req.Scalar[name])
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	var out []string
+	for _, name := range names {
+		limit := policy.Spec.Capacity[name]
+		have, need := usedList[name], want[name]
+		if need.IsZero() {
+			continue
+		}
+		sum := have.DeepCopy()
+		sum.Add(need)
+		if sum.Cmp(limit) > 0 {
+			out = append(out, fmt.Sprintf("policy %s capacity exhausted for %s: %s/%s used", policy.Name, name, have.String(), limit.String()))
+		}
 	}
 	return out
 }
 
+// PolicyUsed is what a policy holds: reserved plus bound by it.
+func (c *Cache) PolicyUsed(policy string) *framework.Resource {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if u := c.policy[policy]; u != nil {
+		return u.Clone()
+	}
+	return &framework.Resource{}
+}
+
+// placeholder stands for a recorded reservation's pod that this process has
+// not seen: its requests are all that is known.
+func placeholder(r *bindgatev1alpha1.Reservation) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metaFor(r),
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "reserved", Resources: corev1.ResourceRequirements{Requests: r.Resources},
+		}}},
+	}
+}
+
 // AddRecorded counts a reservation found in a policy's status (written by
-// this process before a restart, or by another replica). It is a no-op
-// when the pod is already counted.
-func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation) {
+// this process before a restart, or by another replica). It is a no-op when the pod is already counted.
+// lookup returns the reserved pod as the informer shows it (nil when
+// unknown: its recorded requests stand in for it); it is called only for a
+// reservation not counted yet.
+func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, lookup func(*bindgatev1alpha1.Reservation) *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[r.PodUID]; ok && e.counted() {
 		return
 	}
-	req := framework.NewResource(r.Resources)
+	var pod *corev1.Pod
+	if lookup != nil {
+		pod = lookup(r)
+	}
+	var assumed *corev1.Pod
+	if pod != nil && pod.UID == r.PodUID {
+		assumed = pod.DeepCopy()
+	} else {
+		assumed = placeholder(r)
+	}
+	assumed.Spec.NodeName = r.Node
+	if err := c.sched.AssumePod(c.logger, assumed); err != nil {
+		c.logger.Error(err, "Assuming a recorded reservation", "pod", klog.KObj(assumed))
+		return
+	}
 	e := &entry{
-		key:    types.NamespacedName{Namespace: r.PodNamespace, Name: r.PodName},
-		node:   r.Node,
-		policy: policy,
-		req:    req,
-		// Recorded reservations keep no scoring defaults; use the requests.
-		nzCPU: max(req.MilliCPU, framework.DefaultMilliCPURequest), nzMem: max(req.Memory, framework.DefaultMemoryRequest),
-		reserved:   true,
-		reservedAt: r.ReservedAt.Time,
+		pod: assumed, node: r.Node, policy: policy, req: framework.NewResource(r.Resources),
+		reserved: true, reservedAt: r.ReservedAt.Time,
 	}
 	c.pods[r.PodUID] = e
 	c.account(e, 1)
@@ -385,15 +529,19 @@ func (c *Cache) CountBound(pod *corev1.Pod) {
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
 		return
 	}
-	e := podEntry(pod)
+	e := podEntry(pod.DeepCopy())
+	if err := c.sched.AssumePod(c.logger, e.pod); err != nil {
+		c.logger.Error(err, "Assuming a pod bound elsewhere", "pod", klog.KObj(pod))
+		return
+	}
 	e.releasedAt = c.clock.Now()
 	c.pods[pod.UID] = e
 	c.account(e, 1)
 }
 
 // Unreserve releases a pod's reservation. It is idempotent. When bound is
-// true (the pod was just bound to the reserved node) the capacity stays
-// counted until the informer shows the bind.
+// true (the pod was just bound to the reserved node) the pod stays assumed
+// until the informer shows the bind.
 func (c *Cache) Unreserve(uid types.UID, bound bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -401,14 +549,13 @@ func (c *Cache) Unreserve(uid types.UID, bound bool) {
 	if !ok || !e.reserved || e.bound {
 		return
 	}
-	metrics.Reservations.WithLabelValues(e.policy).Dec()
-	e.reserved = false
 	if bound {
+		metrics.Reservations.WithLabelValues(e.policy).Dec()
+		e.reserved = false
 		e.releasedAt = c.clock.Now()
 		return
 	}
-	c.account(e, -1)
-	delete(c.pods, uid)
+	c.drop(uid, e)
 }
 
 // ExpireReleased drops released reservations whose bind the informer never
@@ -418,9 +565,8 @@ func (c *Cache) ExpireReleased() {
 	defer c.mu.Unlock()
 	now := c.clock.Now()
 	for uid, e := range c.pods {
-		if !e.releasedAt.IsZero() && !e.bound && now.Sub(e.releasedAt) > releasedGrace {
-			c.account(e, -1)
-			delete(c.pods, uid)
+		if !e.releasedAt.IsZero() && !e.bound && !e.reserved && now.Sub(e.releasedAt) > releasedGrace {
+			c.drop(uid, e)
 		}
 	}
 }
@@ -429,80 +575,32 @@ func (c *Cache) ExpireReleased() {
 func (c *Cache) Overcommitted(node string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	ni, ok := c.nodes[node]
-	if !ok {
+	nt, ok := c.nodes[node]
+	if !ok || nt.allocatable == nil {
 		return nil
 	}
 	var out []string
-	if ni.PodCount > ni.Allocatable.AllowedPodNumber {
+	if nt.pods > nt.allocatable.AllowedPodNumber {
 		out = append(out, "pods")
 	}
-	if ni.Requested.MilliCPU > ni.Allocatable.MilliCPU {
+	if nt.requested.MilliCPU > nt.allocatable.MilliCPU {
 		out = append(out, "cpu")
 	}
-	if ni.Requested.Memory > ni.Allocatable.Memory {
+	if nt.requested.Memory > nt.allocatable.Memory {
 		out = append(out, "memory")
 	}
-	if ni.Requested.EphemeralStorage > ni.Allocatable.EphemeralStorage {
+	if nt.requested.EphemeralStorage > nt.allocatable.EphemeralStorage {
 		out = append(out, "ephemeral-storage")
 	}
-	for k, v := range ni.Requested.Scalar {
-		if v > ni.Allocatable.Scalar[k] {
+	for k, v := range nt.requested.Scalar {
+		if v > nt.allocatable.Scalar[k] {
 			out = append(out, string(k))
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
-// PodCountOnNode returns how many pods and reservations count on node.
-func (c *Cache) PodCountOnNode(node string) int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if ni, ok := c.nodes[node]; ok {
-		return ni.PodCount
-	}
-	return 0
-}
-
-// NumFeasibleNodesToFind is kube-scheduler's adaptive sample size: all
-// nodes below 100, else a percentage that shrinks with cluster size (at
-// least 5% and 100 nodes). percentage > 0 overrides the adaptive value.
-func NumFeasibleNodesToFind(numAllNodes int, percentage int32) int {
-	const minFeasible = 100
-	if numAllNodes < minFeasible || percentage >= 100 {
-		return numAllNodes
-	}
-	pct := percentage
-	if pct <= 0 {
-		pct = int32(50 - numAllNodes/125)
-		if pct < 5 {
-			pct = 5
-		}
-	}
-	n := numAllNodes * int(pct) / 100
-	if n < minFeasible {
-		return minFeasible
-	}
-	return n
-}
-
-// VisitNodes calls visit for nodes under the read lock, starting where
-// the previous walk stopped (as kube-scheduler rotates its start index),
-// until visit returns false. visit must not call back into the cache.
-func (c *Cache) VisitNodes(visit func(*framework.NodeInfo) bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	n := len(c.order)
-	if n == 0 {
-		return
-	}
-	start := int(c.next.Load() % int64(n))
-	visited := 0
-	for i := range n {
-		visited++
-		if !visit(c.order[(start+i)%n]) {
-			break
-		}
-	}
-	c.next.Add(int64(visited))
+func metaFor(r *bindgatev1alpha1.Reservation) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: r.PodNamespace, Name: r.PodName, UID: r.PodUID}
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,11 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -53,13 +56,13 @@ var testPolicy = &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{N
 func requestedCPU(c *Cache, node string) int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.nodes[node].Requested.MilliCPU
+	return c.nodes[node].requested.MilliCPU
 }
 
 // TestConcurrentReserveNeverOvercommits: 64 goroutines reserve 100m pods on
 // a 4-CPU node; exactly 40 succeed.
 func TestConcurrentReserveNeverOvercommits(t *testing.T) {
-	c := New(nil)
+	c := New(context.Background(), nil)
 	c.UpsertNode(testNode("n1", "4"))
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -68,7 +71,7 @@ func TestConcurrentReserveNeverOvercommits(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			p := testPod(fmt.Sprintf("p%d", i), "100m")
-			if c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) == nil {
+			if c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}) == nil {
 				ok.Add(1)
 			}
 		}()
@@ -83,7 +86,7 @@ func TestConcurrentReserveNeverOvercommits(t *testing.T) {
 // re-reserve, the informer's bind and termination, checking the node's
 // requested cpu at each step.
 func TestBindLifecycleCountsOnce(t *testing.T) {
-	c := New(nil)
+	c := New(context.Background(), nil)
 	c.UpsertNode(testNode("n1", "4"))
 	p := testPod("a", "1")
 	steps := []struct {
@@ -92,10 +95,10 @@ func TestBindLifecycleCountsOnce(t *testing.T) {
 		wantCPU int64
 		wantErr error
 	}{
-		{"reserve", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, nil},
-		{"reserve again is idempotent", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, nil},
+		{"reserve", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}) }, 1000, nil},
+		{"reserve again is idempotent", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}) }, 1000, nil},
 		{"bound: still counted until the informer shows it", func() error { c.Unreserve(p.UID, true); return nil }, 1000, nil},
-		{"a stale read reserving again is refused", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy) }, 1000, ErrBound},
+		{"a stale read reserving again is refused", func() error { return c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}) }, 1000, ErrBound},
 		{"informer shows the bind", func() error {
 			b := p.DeepCopy()
 			b.Spec.NodeName = "n1"
@@ -196,7 +199,7 @@ func TestCountBound(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Now())
-			c := New(clk)
+			c := New(context.Background(), clk)
 			c.UpsertNode(testNode("n1", "4"))
 			tc.steps(c, clk)
 			if got := requestedCPU(c, "n1"); got != tc.wantCPU {
@@ -207,11 +210,11 @@ func TestCountBound(t *testing.T) {
 }
 
 func TestUnreserveWithoutBindFreesAtOnce(t *testing.T) {
-	c := New(nil)
+	c := New(context.Background(), nil)
 	c.UpsertNode(testNode("n1", "4"))
 	p := testPod("a", "3")
 	pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "gauge"}}
-	if err := c.Reserve(p, framework.PodRequests(p), "n1", pol); err != nil {
+	if err := c.Reserve(p, framework.PodRequests(p), "n1", pol, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := testutil.ToFloat64(metrics.Reservations.WithLabelValues("gauge")); got != 1 {
@@ -228,27 +231,84 @@ func TestUnreserveWithoutBindFreesAtOnce(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	c := New(nil)
+	c := New(context.Background(), nil)
 	c.UpsertNode(testNode("n1", "8"))
 	pol := testPolicy.DeepCopy()
 	pol.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	a, b := testPod("a", "1500m"), testPod("b", "1")
-	if err := c.Reserve(a, framework.PodRequests(a), "n1", pol); err != nil {
+	if err := c.Reserve(a, framework.PodRequests(a), "n1", pol, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	var unfit *UnfitError
-	if err := c.Reserve(b, framework.PodRequests(b), "n1", pol); !errors.As(err, &unfit) {
+	if err := c.Reserve(b, framework.PodRequests(b), "n1", pol, time.Time{}); !errors.As(err, &unfit) {
 		t.Fatalf("err = %v, want the budget to refuse", err)
 	}
 }
 
-func TestNumFeasibleNodesToFind(t *testing.T) {
-	for nodes, want := range map[int]int{50: 50, 100: 100, 500: 230, 5000: 500, 20000: 1000} {
-		if got := NumFeasibleNodesToFind(nodes, 0); got != want {
-			t.Errorf("NumFeasibleNodesToFind(%d) = %d, want %d", nodes, got, want)
-		}
+// TestReservationIsAssumed: a reservation is an assumed pod on its node in
+// the snapshot kube-scheduler's plugins read, and leaves it on Unreserve.
+func TestReservationIsAssumed(t *testing.T) {
+	c := New(context.Background(), nil)
+	c.UpsertNode(testNode("n1", "4"))
+	p := testPod("a", "1")
+	p.Labels = map[string]string{"app": "db"}
+	if err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}); err != nil {
+		t.Fatal(err)
 	}
-	if got := NumFeasibleNodesToFind(5000, 100); got != 5000 {
-		t.Errorf("percentage 100: got %d", got)
+	snap := kcache.NewEmptySnapshot()
+	podsOn := func() []string {
+		if err := c.UpdateSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		ni, err := snap.Get("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, pi := range ni.GetPods() {
+			out = append(out, pi.GetPod().Name+"@"+pi.GetPod().Spec.NodeName+"/"+pi.GetPod().Labels["app"])
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"a@n1/db"}, podsOn()); diff != "" {
+		t.Fatalf("pods on n1 after Reserve (-want +got):\n%s", diff)
+	}
+	if p.Spec.NodeName != "" {
+		t.Fatal("Reserve changed the caller's pod")
+	}
+	c.Unreserve(p.UID, false)
+	if diff := cmp.Diff([]string(nil), podsOn()); diff != "" {
+		t.Fatalf("pods on n1 after Unreserve (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecordedReservationUsesThePod: a reservation read from a policy's
+// status is assumed as the pod the informer shows (labels included), or as a
+// stand-in with its recorded requests when the pod is unknown.
+func TestRecordedReservationUsesThePod(t *testing.T) {
+	c := New(context.Background(), nil)
+	c.UpsertNode(testNode("n1", "4"))
+	known := testPod("known", "1")
+	known.Labels = map[string]string{"app": "web"}
+	rec := func(p *corev1.Pod) *bindgatev1alpha1.Reservation {
+		return &bindgatev1alpha1.Reservation{PodNamespace: p.Namespace, PodName: p.Name, PodUID: p.UID, Node: "n1",
+			Resources: framework.PodRequests(p).ResourceList()}
+	}
+	c.AddRecorded("p", rec(known), func(*bindgatev1alpha1.Reservation) *corev1.Pod { return known })
+	c.AddRecorded("p", rec(testPod("unknown", "2")), func(*bindgatev1alpha1.Reservation) *corev1.Pod { return nil })
+	snap := kcache.NewEmptySnapshot()
+	if err := c.UpdateSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	ni, _ := snap.Get("n1")
+	got := map[string]string{}
+	for _, pi := range ni.GetPods() {
+		got[pi.GetPod().Name] = pi.GetPod().Labels["app"]
+	}
+	if diff := cmp.Diff(map[string]string{"known": "web", "unknown": ""}, got); diff != "" {
+		t.Errorf("assumed pods (-want +got):\n%s", diff)
+	}
+	if got := requestedCPU(c, "n1"); got != 3000 {
+		t.Errorf("requested %dm, want 3000m", got)
 	}
 }

@@ -26,9 +26,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -60,51 +57,22 @@ func NewStatus(code Code, reasons ...string) *Status { return fwk.NewStatus(code
 // AsStatus wraps an error in a status with code Error.
 func AsStatus(err error) *Status { return fwk.AsStatus(err) }
 
-// CycleState carries what one pod's cycle has learnt so far, including what
-// the Filter and Score plugins would otherwise recompute for every node.
+// CycleState carries what one pod's cycle has learnt so far.
 type CycleState struct {
 	// Policy is the BindingPolicy that took the pod.
 	Policy *bindgatev1alpha1.BindingPolicy
 	// PodRequests are the pod's requests as kube-scheduler computes them.
 	PodRequests *Resource
-	// NonZeroMilliCPU and NonZeroMemory are the pod's scoring requests.
-	NonZeroMilliCPU, NonZeroMemory int64
-	// PolicyNodeSelector is the parsed spec.nodeSelector (nil: every node).
-	PolicyNodeSelector labels.Selector
-	// PolicyKey names the policy's generation for NodeInfo.MatchesPolicy.
-	PolicyKey PolicyKey
-	// PolicyNodeSelectorErr is set when spec.nodeSelector does not parse.
-	PolicyNodeSelectorErr error
-	// RequiredNodeAffinity is the pod's nodeSelector and required affinity.
-	RequiredNodeAffinity nodeaffinity.RequiredNodeAffinity
 }
 
 // NewCycleState prepares the state of pod's cycle under policy.
 func NewCycleState(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *CycleState {
-	s := &CycleState{Policy: policy, PodRequests: PodRequests(pod), RequiredNodeAffinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
-	s.NonZeroMilliCPU, s.NonZeroMemory = NonZeroPodRequests(pod)
-	if policy != nil && policy.Spec.NodeSelector != nil {
-		s.PolicyNodeSelector, s.PolicyNodeSelectorErr = metav1.LabelSelectorAsSelector(policy.Spec.NodeSelector)
-		s.PolicyKey = KeyOf(policy.UID, policy.Generation)
-	}
-	return s
+	return &CycleState{Policy: policy, PodRequests: PodRequests(pod)}
 }
 
 // Plugin is the parent of every phase interface.
 type Plugin interface {
 	Name() string
-}
-
-// FilterPlugin says whether a pod may go to a node.
-type FilterPlugin interface {
-	Plugin
-	Filter(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status
-}
-
-// ScorePlugin ranks a feasible node from 0 to MaxNodeScore.
-type ScorePlugin interface {
-	Plugin
-	Score(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo) (int64, *Status)
 }
 
 // ReservePlugin holds capacity for a pod on a node. Unreserve must be

@@ -30,10 +30,6 @@ import (
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
-// VolumeFilter is the Filter plugin of bound volumes' node affinity,
-// reading with the Builder's client.
-func (b *Builder) VolumeFilter() VolumeFilter { return VolumeFilter{Client: b.Client} }
-
 // Builder makes the permit plugins of policies and holds what they share:
 // the outbound webhook client, the API client volumes and gangs read with,
 // and the state of webhook calls in flight. Create one per process.

@@ -41,10 +41,6 @@ import (
 // it the same way).
 const AnnSelectedNode = "volume.kubernetes.io/selected-node"
 
-// ReasonVolumeNodeConflict is the Filter reason of a node that a bound
-// volume's node affinity excludes, as kube-scheduler words it.
-const ReasonVolumeNodeConflict = "node(s) had volume node affinity conflict"
-
 // claimNames are the PersistentVolumeClaims pod's volumes name.
 func claimNames(pod *corev1.Pod) []string {
 	var out []string
@@ -211,42 +207,4 @@ func (v *Volumes) forget(uid types.UID) {
 	v.b.mu.Lock()
 	defer v.b.mu.Unlock()
 	delete(v.b.seen, uid)
-}
-
-// VolumeFilter is the Filter plugin that removes the nodes a bound
-// volume's node affinity excludes.
-type VolumeFilter struct {
-	Client client.Reader
-}
-
-var _ framework.FilterPlugin = VolumeFilter{}
-
-// Name implements framework.Plugin.
-func (VolumeFilter) Name() string { return "VolumeBinding" }
-
-// Filter implements framework.FilterPlugin. Pods without claims cost
-// nothing; missing or unbound claims do not restrict nodes (the volumes
-// permit condition waits for them).
-func (f VolumeFilter) Filter(ctx context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	claims := claimNames(pod)
-	if len(claims) == 0 || f.Client == nil {
-		return nil
-	}
-	for _, name := range claims {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := f.Client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, pvc); err != nil {
-			continue
-		}
-		if pvc.Spec.VolumeName == "" {
-			continue
-		}
-		ok, err := volumeReachable(ctx, f.Client, pvc, ni.Node)
-		if err != nil {
-			continue
-		}
-		if !ok {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonVolumeNodeConflict)
-		}
-	}
-	return nil
 }

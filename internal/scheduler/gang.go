@@ -114,27 +114,32 @@ func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState
 	var reserved []*corev1.Pod
 	rollback := func() {
 		for _, m := range reserved {
+			s.forgetCycle(ctx, m)
 			s.Cache.Unreserve(m.UID, false)
 			s.Ledger.Release(state.Policy.Name, m.UID)
 		}
 	}
+	// One scheduling cycle for the whole gang: each member sees the ones
+	// reserved before it (anti-affinity among members, spread, ports).
+	s.Placer.Lock()
 	for _, m := range pending {
 		ms := framework.NewCycleState(state.Policy, m)
-		nodeName, fe := s.selectNode(ctx, ms, m)
 		var why string
-		if nodeName == "" {
-			why = fe.Error()
-		} else if err := s.Cache.Reserve(m, ms.PodRequests, nodeName, state.Policy); err != nil {
+		if c, err := s.Placer.SelectNode(ctx, m, state.Policy); err != nil {
+			why = err.Error()
+		} else if err := s.assume(ctx, c, m, ms, time.Time{}); err != nil {
 			why = err.Error()
 		}
 		if why != "" {
 			n := len(reserved)
 			rollback()
+			s.Placer.Unlock()
 			msg := fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", group, placed+n, placed+len(pending), why)
 			return s.gangWait(ctx, cond, pending, msg), true, nil
 		}
 		reserved = append(reserved, m)
 	}
+	s.Placer.Unlock()
 	now := metav1.NewTime(s.Clock.Now())
 	for _, m := range reserved {
 		res, _ := s.Cache.Reserved(m.UID)

@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,12 +43,11 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/cache"
-	"github.com/bindgate/bindgate/internal/filter"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
-	"github.com/bindgate/bindgate/internal/noderesources"
 	"github.com/bindgate/bindgate/internal/permit"
+	"github.com/bindgate/bindgate/internal/placement"
 )
 
 // Event reasons, as kube-scheduler uses them.
@@ -66,8 +64,9 @@ type Scheduler struct {
 	Ledger   *ledger.Ledger
 	Recorder events.EventRecorder
 	Clock    clock.Clock
-	// Filters run in order; the first that fails rules the node out.
-	Filters []framework.FilterPlugin
+	// Placer runs kube-scheduler's Filter, Score, Reserve and PreBind
+	// plugins (with the policy's own) over the cache's snapshot.
+	Placer *placement.Placer
 	// PermitPlugins returns the permit plugins of a policy (none: approve).
 	PermitPlugins func(*bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin
 	Binder        framework.BindPlugin
@@ -75,8 +74,6 @@ type Scheduler struct {
 	// gate patch.
 	BindWebhook BindWebhook
 	PostBind    []framework.PostBindPlugin
-	// PercentageOfNodesToScore overrides the adaptive sample (0: adaptive).
-	PercentageOfNodesToScore int32
 	// Async, when set, runs binds on its pool of goroutines, apart from
 	// the worker that reserved the pod.
 	Async *AsyncBinder
@@ -104,17 +101,10 @@ type Scheduler struct {
 	// clusterEpoch counts the changes that may let a rejected pod through
 	// (see ClusterChanged).
 	clusterEpoch atomic.Uint64
-}
 
-// DefaultFilters are the Filter plugins in kube-scheduler's order.
-func DefaultFilters() []framework.FilterPlugin {
-	return []framework.FilterPlugin{
-		filter.NodeUnschedulable{},
-		filter.PolicyNodeSelector{},
-		filter.NodeAffinity{},
-		filter.TaintToleration{},
-		noderesources.Fit{},
-	}
+	// cycles maps a pod UID to the placement.Cycle of its reservation: the
+	// plugins' state that Reserve, Unreserve and PreBind need again.
+	cycles sync.Map
 }
 
 // Outcome tells the controller what happened and when to look again.
@@ -127,28 +117,6 @@ type Outcome struct {
 	Unschedulable bool
 	// Node is the node the pod was bound to.
 	Node string
-}
-
-// FitError summarises why no node took the pod, as kube-scheduler does.
-type FitError struct {
-	NumAllNodes int
-	// Reasons counts nodes per reason.
-	Reasons map[string]int
-}
-
-// Error returns "0/12 nodes are available: 4 Insufficient cpu, 8 node(s)
-// didn't match policy nodeSelector."
-func (e *FitError) Error() string {
-	parts := make([]string, 0, len(e.Reasons))
-	for r, n := range e.Reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", n, r))
-	}
-	sort.Strings(parts)
-	msg := fmt.Sprintf("0/%d nodes are available", e.NumAllNodes)
-	if len(parts) > 0 {
-		msg += ": " + strings.Join(parts, ", ")
-	}
-	return msg + "."
 }
 
 // Schedule runs or resumes pod's cycle under policy.
@@ -176,6 +144,10 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 			state = framework.NewCycleState(policy, pod)
 		}
 	}
+	// fresh: the reservation is taken in this call, on this snapshot; one
+	// taken earlier (the pod waited, or a restart) is checked again before
+	// the bind.
+	fresh := false
 	if !held {
 		if wait := s.permitHoldOff(pod, policy); wait > 0 {
 			return Outcome{RequeueAfter: wait}, nil
@@ -190,6 +162,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 			}
 			res, _ = s.Cache.Reserved(pod.UID)
 		}
+		fresh = true
 	}
 	node, ok := s.Cache.Node(res.Node)
 	if !ok {
@@ -206,7 +179,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 
 	// PreBind: the node must still exist, be schedulable, be tolerated and fit.
 	start = s.Clock.Now()
-	if st := s.preBind(ctx, state, pod, node); st != nil {
+	if st := s.preBind(ctx, state, pod, node, fresh); st != nil {
 		log.V(2).Info("Node no longer fits the pod, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
 		s.unreserve(ctx, state, pod, node.Name)
 		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
@@ -235,107 +208,87 @@ func (s *Scheduler) policyByName(ctx context.Context, name string, fallback *bin
 	return p
 }
 
-// reserve filters and scores nodes, then takes a reservation in the cache
-// and records it durably. A non-empty Outcome.Result ends the cycle.
+// reserve runs kube-scheduler's PreFilter, Filter, PreScore and Score
+// plugins, assumes the pod on the best node and runs the Reserve plugins,
+// all in one scheduling cycle, then records the reservation durably when it
+// must outlive the cycle. A non-empty Outcome.Result ends the cycle.
 func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if reasons := s.Cache.ExceedsBudget(state.Policy, state.PodRequests); len(reasons) > 0 {
-		fe := &FitError{NumAllNodes: s.Cache.NodeCount(), Reasons: map[string]int{}}
-		for _, r := range reasons {
-			fe.Reasons[r] = fe.NumAllNodes
+	start := s.Clock.Now()
+	s.Placer.Lock()
+	c, err := s.Placer.SelectNode(ctx, pod, state.Policy)
+	metrics.ExtensionPointDuration.WithLabelValues("Filter").Observe(s.Clock.Since(start).Seconds())
+	if err != nil {
+		s.Placer.Unlock()
+		var fe *placement.FitError
+		if errors.As(err, &fe) || errors.Is(err, placement.ErrNoNodes) {
+			return s.unschedulable(ctx, pod, err.Error())
 		}
-		return s.unschedulable(ctx, state, pod, fe)
+		return Outcome{Result: metrics.ResultError}, fmt.Errorf("placing the pod: %w", err)
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		start := s.Clock.Now()
-		nodeName, fe := s.selectNode(ctx, state, pod)
-		metrics.ExtensionPointDuration.WithLabelValues("Filter").Observe(s.Clock.Since(start).Seconds())
-		if nodeName == "" {
-			return s.unschedulable(ctx, state, pod, fe)
-		}
-		start = s.Clock.Now()
-		err := s.Cache.Reserve(pod, state.PodRequests, nodeName, state.Policy)
-		var unfit *cache.UnfitError
-		if errors.As(err, &unfit) {
-			// Another worker took the room between Score and Reserve.
-			log.V(4).Info("Node filled up before Reserve, choosing again", "pod", klog.KObj(pod), "node", nodeName, "reason", unfit.Error())
-			continue
-		}
-		if errors.Is(err, cache.ErrBound) {
-			return Outcome{}, nil // a stale read of a pod bound a moment ago
-		}
-		if err != nil {
-			return Outcome{Result: metrics.ResultError}, fmt.Errorf("reserving node %s: %w", nodeName, err)
-		}
-		now := metav1.NewTime(s.Clock.Now())
-		r := &bindgatev1alpha1.Reservation{
-			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
-			Node: nodeName, Resources: state.PodRequests.ResourceList(), ReservedAt: now,
-		}
-		if !s.mustRecord(state.Policy) {
-			// Held in memory only: the pod binds at once. Should it wait
-			// later (permit), Permit records it before reporting it waiting.
-			metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
-			return Outcome{}, nil
-		}
-		if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
-			s.Cache.Unreserve(pod.UID, false)
-			if errors.Is(err, ledger.ErrLostRace) {
-				return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
-			}
-			return Outcome{Result: metrics.ResultError}, fmt.Errorf("recording the reservation: %w", err)
-		}
+	start = s.Clock.Now()
+	err = s.assume(ctx, c, pod, state, time.Time{})
+	s.Placer.Unlock()
+	var unfit *cache.UnfitError
+	if errors.As(err, &unfit) {
+		// The informer showed a pod on the node after the snapshot.
+		log.V(4).Info("Node filled up before Reserve, choosing again", "pod", klog.KObj(pod), "node", c.Node, "reason", unfit.Error())
+		return Outcome{Result: metrics.ResultError, RequeueAfter: 10 * time.Millisecond}, nil
+	}
+	if errors.Is(err, cache.ErrBound) {
+		return Outcome{}, nil // a stale read of a pod bound a moment ago
+	}
+	if err != nil {
+		return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, fmt.Errorf("reserving node %s: %w", c.Node, err)
+	}
+	if !s.mustRecord(state.Policy) {
+		// Held in memory only: the pod binds at once. Should it wait
+		// later (permit), Permit records it before reporting it waiting.
 		metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
-		log.V(4).Info("Reserved", "pod", klog.KObj(pod), "node", nodeName)
 		return Outcome{}, nil
 	}
-	return Outcome{Result: metrics.ResultError, RequeueAfter: 10 * time.Millisecond}, nil
+	r := &bindgatev1alpha1.Reservation{
+		PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
+		Node: c.Node, Resources: state.PodRequests.ResourceList(), ReservedAt: metav1.NewTime(s.Clock.Now()),
+	}
+	if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
+		s.forgetCycle(ctx, pod)
+		s.Cache.Unreserve(pod.UID, false)
+		if errors.Is(err, ledger.ErrLostRace) {
+			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+		}
+		return Outcome{Result: metrics.ResultError}, fmt.Errorf("recording the reservation: %w", err)
+	}
+	metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
+	log.V(4).Info("Reserved", "pod", klog.KObj(pod), "node", c.Node)
+	return Outcome{}, nil
 }
 
-// selectNode runs the Filter plugins over a sample of nodes and returns the
-// best-scoring feasible node, or the summary of why none is.
-func (s *Scheduler) selectNode(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (string, *FitError) {
-	numAll := s.Cache.NodeCount()
-	want := cache.NumFeasibleNodesToFind(numAll, s.PercentageOfNodesToScore)
-	scorer := noderesources.Scorer{Strategy: bindgatev1alpha1.LeastAllocated}
-	if state.Policy.Spec.Scoring != nil && state.Policy.Spec.Scoring.Strategy != "" {
-		scorer.Strategy = state.Policy.Spec.Scoring.Strategy
+// assume takes the reservation of c in the cache (the pod becomes an
+// assumed pod on c.Node) and runs the Reserve plugins; on failure nothing is
+// left held. The caller holds the Placer's lock.
+func (s *Scheduler) assume(ctx context.Context, c *placement.Cycle, pod *corev1.Pod, state *framework.CycleState, reservedAt time.Time) error {
+	if err := s.Cache.Reserve(pod, state.PodRequests, c.Node, state.Policy, reservedAt); err != nil {
+		return err
 	}
-	fe := &FitError{NumAllNodes: numAll, Reasons: map[string]int{}}
-	// Ties go to the node visited first. The walk starts where the last
-	// one stopped (as kube-scheduler's does), so equal nodes take turns;
-	// comparing names would read every tied Node object, a cache
-	// miss per node that cost 7% of the operator's CPU at 5000 nodes.
-	var (
-		best      string
-		bestScore int64 = -1
-		found     int
-	)
-	s.Cache.VisitNodes(func(ni *framework.NodeInfo) bool {
-		for _, f := range s.Filters {
-			if st := f.Filter(ctx, state, pod, ni); st != nil {
-				for _, r := range st.Reasons() {
-					fe.Reasons[r]++
-				}
-				return true
-			}
-		}
-		found++
-		score, st := scorer.Score(ctx, state, pod, ni)
-		if st == nil && score > bestScore {
-			best, bestScore = ni.Node.Name, score
-		}
-		return found < want
-	})
-	if best == "" {
-		return "", fe
+	if st := s.Placer.Reserve(ctx, c, pod); !st.IsSuccess() {
+		s.Placer.Unreserve(ctx, c, pod)
+		s.Cache.Unreserve(pod.UID, false)
+		return fmt.Errorf("running the Reserve plugins: %w", st.AsError())
 	}
-	return best, nil
+	s.cycles.Store(pod.UID, c)
+	return nil
+}
+
+// forgetCycle runs the Unreserve plugins of the pod's cycle, if any.
+func (s *Scheduler) forgetCycle(ctx context.Context, pod *corev1.Pod) {
+	if v, ok := s.cycles.LoadAndDelete(pod.UID); ok {
+		s.Placer.Unreserve(ctx, v.(*placement.Cycle), pod)
+	}
 }
 
 // unschedulable reports a pod that fits nowhere: event, PodScheduled=False.
-func (s *Scheduler) unschedulable(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, fe *FitError) (Outcome, error) {
-	msg := fe.Error()
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) (Outcome, error) {
 	ctrl.LoggerFrom(ctx).V(2).Info("Unable to schedule pod", "pod", klog.KObj(pod), "reason", msg)
 	if err := s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
 		return Outcome{Result: metrics.ResultError}, err
@@ -530,18 +483,30 @@ func permittedCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) *framework.Status {
-	ni := framework.NewNodeInfo(node)
-	for _, f := range s.Filters {
-		if _, isFit := f.(noderesources.Fit); isFit {
-			continue // fit is checked on the live totals below
-		}
-		if st := f.Filter(ctx, state, pod, ni); st != nil {
-			return st
-		}
+// preBind checks, before the bind, that a reservation taken earlier (the
+// pod waited in Permit, or the reservation was loaded from a policy's
+// status) still holds: the pod's own reservation is taken out and kube-
+// scheduler's PreFilter and Filter plugins run for the node again, on the
+// cluster as it is now. A reservation taken in this cycle needs no check:
+// kube-scheduler binds on the same snapshot too.
+func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, fresh bool) *framework.Status {
+	if _, ok := s.cycles.Load(pod.UID); ok && fresh {
+		return nil
 	}
-	if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
-		return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return framework.NewStatus(framework.Unschedulable, "the reservation is gone")
+	}
+	s.Placer.Lock()
+	defer s.Placer.Unlock()
+	s.forgetCycle(ctx, pod)
+	s.Cache.Unreserve(pod.UID, false)
+	c, st := s.Placer.Check(ctx, pod, state.Policy, node.Name)
+	if !st.IsSuccess() {
+		return st
+	}
+	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
+		return framework.AsStatus(err)
 	}
 	return nil
 }
@@ -552,6 +517,14 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	log := ctrl.LoggerFrom(ctx)
 	if out, done := s.callBindWebhook(ctx, state, pod, node); done {
 		return out, nil
+	}
+	if v, ok := s.cycles.Load(pod.UID); ok {
+		// VolumeBinding binds or provisions the pod's claims for the node.
+		if st := s.Placer.PreBind(ctx, v.(*placement.Cycle), pod); !st.IsSuccess() {
+			log.V(2).Info("PreBind failed, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
+			s.unreserve(ctx, state, pod, node.Name)
+			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Second}, nil
+		}
 	}
 	start := s.Clock.Now()
 	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod); err != nil {
@@ -575,6 +548,7 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	}
 	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
 	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
+	s.cycles.Delete(pod.UID)
 	s.Cache.Unreserve(pod.UID, true)
 	s.Ledger.Release(state.Policy.Name, pod.UID)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventScheduled, "Binding",
@@ -589,6 +563,7 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 // unreserve releases the pod's reservation in memory and in the ledger.
 func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) {
 	ctrl.LoggerFrom(ctx).V(4).Info("Unreserve", "pod", klog.KObj(pod), "node", node)
+	s.forgetCycle(ctx, pod)
 	s.Cache.Unreserve(pod.UID, false)
 	s.Ledger.Release(state.Policy.Name, pod.UID)
 }

@@ -19,7 +19,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,27 +32,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/cache"
-	"github.com/bindgate/bindgate/internal/filter"
-	"github.com/bindgate/bindgate/internal/framework"
 )
-
-// nodeBuilder builds a schedulable node with 4 CPU, 8Gi and 110 pods.
-type nodeBuilder struct{ n *corev1.Node }
-
-func node(name string) *nodeBuilder {
-	return &nodeBuilder{n: &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
-			corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	}}
-}
-
-func (b *nodeBuilder) label(k, v string) *nodeBuilder { b.n.Labels[k] = v; return b }
-func (b *nodeBuilder) unschedulable() *nodeBuilder    { b.n.Spec.Unschedulable = true; return b }
-func (b *nodeBuilder) obj() *corev1.Node              { return b.n }
 
 // pod requests cpu; bound to node when node != "".
 func pod(name, cpu, node string) *corev1.Pod {
@@ -72,156 +51,6 @@ func policy(mutate ...func(*bindgatev1alpha1.BindingPolicy)) *bindgatev1alpha1.B
 	return p
 }
 
-func withNodeSelector(k, v string) func(*bindgatev1alpha1.BindingPolicy) {
-	return func(p *bindgatev1alpha1.BindingPolicy) {
-		p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
-	}
-}
-
-func withStrategy(s bindgatev1alpha1.ScoringStrategyType) func(*bindgatev1alpha1.BindingPolicy) {
-	return func(p *bindgatev1alpha1.BindingPolicy) {
-		p.Spec.Scoring = &bindgatev1alpha1.Scoring{Strategy: s}
-	}
-}
-
-func newScheduler(nodes []*corev1.Node, bound []*corev1.Pod) *Scheduler {
-	c := cache.New(nil)
-	for _, n := range nodes {
-		c.UpsertNode(n)
-	}
-	for _, p := range bound {
-		c.UpsertPod(p)
-	}
-	return &Scheduler{Cache: c, Filters: DefaultFilters()}
-}
-
-func TestSelectNode(t *testing.T) {
-	cases := map[string]struct {
-		nodes  []*corev1.Node
-		bound  []*corev1.Pod
-		policy *bindgatev1alpha1.BindingPolicy
-		pod    *corev1.Pod
-		want   string
-		// wantErr is the FitError's message when no node fits.
-		wantErr string
-	}{
-		"least allocated node wins": {
-			nodes:  []*corev1.Node{node("a").obj(), node("b").obj(), node("c").obj()},
-			bound:  []*corev1.Pod{pod("on-a", "2", "a"), pod("on-c", "1", "c")},
-			policy: policy(),
-			pod:    pod("new", "500m", ""),
-			want:   "b",
-		},
-		"most allocated node wins under MostAllocated": {
-			nodes:  []*corev1.Node{node("a").obj(), node("b").obj(), node("c").obj()},
-			bound:  []*corev1.Pod{pod("on-a", "2", "a"), pod("on-c", "1", "c")},
-			policy: policy(withStrategy(bindgatev1alpha1.MostAllocated)),
-			pod:    pod("new", "500m", ""),
-			want:   "a",
-		},
-		"a tie goes to the node visited first": {
-			nodes:  []*corev1.Node{node("z").obj(), node("a").obj(), node("m").obj()},
-			policy: policy(),
-			pod:    pod("new", "500m", ""),
-			want:   "z",
-		},
-		"only the policy's nodes": {
-			nodes:  []*corev1.Node{node("a").obj(), node("b").label("pool", "gpu").obj()},
-			bound:  []*corev1.Pod{pod("on-b", "3", "b")},
-			policy: policy(withNodeSelector("pool", "gpu")),
-			pod:    pod("new", "500m", ""),
-			want:   "b",
-		},
-		"full and unschedulable nodes are left out": {
-			nodes:  []*corev1.Node{node("full").obj(), node("cordoned").unschedulable().obj(), node("free").obj()},
-			bound:  []*corev1.Pod{pod("on-full", "4", "full")},
-			policy: policy(),
-			pod:    pod("new", "1", ""),
-			want:   "free",
-		},
-		"no node fits: each node counted once, under the first filter that fails": {
-			nodes: []*corev1.Node{
-				node("full").obj(), node("cordoned").unschedulable().obj(), node("other").label("pool", "x").obj(),
-				node("full2").label("pool", "gpu").obj(),
-			},
-			bound:   []*corev1.Pod{pod("on-full2", "4", "full2")},
-			policy:  policy(withNodeSelector("pool", "gpu")),
-			pod:     pod("new", "1", ""),
-			wantErr: "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) were unschedulable, 2 node(s) didn't match policy nodeSelector.",
-		},
-		"no nodes at all": {
-			policy:  policy(),
-			pod:     pod("new", "1", ""),
-			wantErr: "0/0 nodes are available.",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := newScheduler(tc.nodes, tc.bound)
-			got, fe := s.selectNode(context.Background(), framework.NewCycleState(tc.policy, tc.pod), tc.pod)
-			if got != tc.want {
-				t.Errorf("node: got %q, want %q", got, tc.want)
-			}
-			gotErr := ""
-			if fe != nil {
-				gotErr = fe.Error()
-			}
-			if gotErr != tc.wantErr {
-				t.Errorf("fit error: got %q, want %q", gotErr, tc.wantErr)
-			}
-		})
-	}
-}
-
-// TestSelectNodeRotates: on a cluster large enough to be sampled, equal
-// nodes take turns, because each walk starts where the previous one stopped.
-func TestSelectNodeRotates(t *testing.T) {
-	var nodes []*corev1.Node
-	for i := range 120 {
-		nodes = append(nodes, node(fmt.Sprintf("n-%03d", i)).obj())
-	}
-	s := newScheduler(nodes, nil)
-	s.PercentageOfNodesToScore = 50 // 60 nodes, raised to the minimum of 100
-	p := pod("new", "100m", "")
-	state := framework.NewCycleState(policy(), p)
-	var got []string
-	for range 3 {
-		n, fe := s.selectNode(context.Background(), state, p)
-		if fe != nil {
-			t.Fatal(fe)
-		}
-		got = append(got, n)
-	}
-	// 100 nodes per walk: 0..99, then 100..119 and 0..79, then 80..119 and 0..59.
-	if diff := cmp.Diff([]string{"n-000", "n-100", "n-080"}, got); diff != "" {
-		t.Errorf("chosen nodes (-want +got):\n%s", diff)
-	}
-}
-
-func TestFitErrorMessage(t *testing.T) {
-	cases := map[string]struct {
-		fe   *FitError
-		want string
-	}{
-		"no reasons": {fe: &FitError{NumAllNodes: 3, Reasons: map[string]int{}}, want: "0/3 nodes are available."},
-		"reasons sorted": {
-			fe: &FitError{NumAllNodes: 12, Reasons: map[string]int{
-				filter.ReasonPolicyNodeSelector: 8, "Insufficient cpu": 4,
-			}},
-			want: "0/12 nodes are available: 4 Insufficient cpu, 8 node(s) didn't match policy nodeSelector.",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := tc.fe.Error(); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestPermitHoldBackoff: each permit timeout in a row doubles the hold, up
-// to five minutes; the hold counts down with the clock.
 func TestPermitHoldBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := &Scheduler{Clock: clk}

@@ -1,0 +1,321 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package placement
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/framework"
+)
+
+// These tests run the real framework and plugins over bindgate's cache. The
+// informer factory reads from an empty clientset: it serves only the
+// listers of objects these pods do not use (volumes, storage classes,
+// namespaces); controller behaviour is tested on a real API server in
+// controllers/.
+
+type nodeBuilder struct{ n *corev1.Node }
+
+func node(name string) *nodeBuilder {
+	return &nodeBuilder{n: &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+			corev1.ResourcePods: resource.MustParse("110"),
+		}},
+	}}
+}
+
+func (b *nodeBuilder) label(k, v string) *nodeBuilder { b.n.Labels[k] = v; return b }
+func (b *nodeBuilder) unschedulable() *nodeBuilder    { b.n.Spec.Unschedulable = true; return b }
+func (b *nodeBuilder) obj() *corev1.Node              { return b.n }
+
+// pod requests cpu; bound to node when node != "".
+func pod(name, cpu, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}
+}
+
+func antiAffine(p *corev1.Pod, app string) *corev1.Pod {
+	p.Labels["app"] = app
+	p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			TopologyKey:   corev1.LabelHostname,
+		}},
+	}}
+	return p
+}
+
+func policy(mutate ...func(*bindgatev1alpha1.BindingPolicy)) *bindgatev1alpha1.BindingPolicy {
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p", Generation: 1}}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func withNodeSelector(k, v string) func(*bindgatev1alpha1.BindingPolicy) {
+	return func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+	}
+}
+
+func withStrategy(s bindgatev1alpha1.ScoringStrategyType) func(*bindgatev1alpha1.BindingPolicy) {
+	return func(p *bindgatev1alpha1.BindingPolicy) { p.Spec.Scoring = &bindgatev1alpha1.Scoring{Strategy: s} }
+}
+
+func withCapacity(cpu string) func(*bindgatev1alpha1.BindingPolicy) {
+	return func(p *bindgatev1alpha1.BindingPolicy) {
+		p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	}
+}
+
+func newPlacer(t *testing.T, percentage int32, nodes []*corev1.Node, bound []*corev1.Pod) (*Placer, *cache.Cache) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := cache.New(ctx, nil)
+	for _, n := range nodes {
+		c.UpsertNode(n)
+	}
+	for _, p := range bound {
+		c.UpsertPod(p)
+	}
+	cs := fake.NewClientset()
+	p, err := New(ctx, Options{Cache: c, Client: cs, Informers: informers.NewSharedInformerFactory(cs, 0), PercentageOfNodesToScore: percentage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.Start(ctx) }()
+	return p, c
+}
+
+func selectNode(t *testing.T, p *Placer, pd *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.Lock()
+	defer p.Unlock()
+	c, err := p.SelectNode(ctx, pd, pol)
+	if err != nil {
+		return "", err.Error()
+	}
+	return c.Node, ""
+}
+
+func TestSelectNode(t *testing.T) {
+	cases := map[string]struct {
+		nodes  []*corev1.Node
+		bound  []*corev1.Pod
+		policy *bindgatev1alpha1.BindingPolicy
+		pod    *corev1.Pod
+		want   string
+		// wantErr is the FitError's message when no node fits.
+		wantErr string
+	}{
+		"least allocated node wins": {
+			nodes:  []*corev1.Node{node("a").obj(), node("b").obj(), node("c").obj()},
+			bound:  []*corev1.Pod{pod("on-a", "2", "a"), pod("on-c", "1", "c")},
+			policy: policy(),
+			pod:    pod("new", "500m", ""),
+			want:   "b",
+		},
+		"most allocated node wins under MostAllocated": {
+			nodes:  []*corev1.Node{node("a").obj(), node("b").obj(), node("c").obj()},
+			bound:  []*corev1.Pod{pod("on-a", "2", "a"), pod("on-c", "1", "c")},
+			policy: policy(withStrategy(bindgatev1alpha1.MostAllocated)),
+			pod:    pod("new", "500m", ""),
+			want:   "a",
+		},
+		"only the policy's nodes": {
+			nodes:  []*corev1.Node{node("a").obj(), node("b").label("pool", "gpu").obj()},
+			bound:  []*corev1.Pod{pod("on-b", "3", "b")},
+			policy: policy(withNodeSelector("pool", "gpu")),
+			pod:    pod("new", "500m", ""),
+			want:   "b",
+		},
+		"full and unschedulable nodes are left out": {
+			nodes:  []*corev1.Node{node("full").obj(), node("cordoned").unschedulable().obj(), node("free").obj()},
+			bound:  []*corev1.Pod{pod("on-full", "4", "full")},
+			policy: policy(),
+			pod:    pod("new", "1", ""),
+			want:   "free",
+		},
+		"anti-affinity to a bound pod": {
+			nodes:  []*corev1.Node{node("a").obj(), node("b").obj()},
+			bound:  []*corev1.Pod{antiAffine(pod("db-0", "100m", "b"), "db")},
+			policy: policy(),
+			pod:    antiAffine(pod("db-1", "100m", ""), "db"),
+			want:   "a",
+		},
+		"no node fits: each node counted once, under the first plugin that fails, in kube-scheduler's words": {
+			nodes: []*corev1.Node{
+				node("full").obj(), node("cordoned").unschedulable().obj(), node("other").label("pool", "x").obj(),
+				node("full2").label("pool", "gpu").obj(),
+			},
+			bound:   []*corev1.Pod{pod("on-full2", "4", "full2")},
+			policy:  policy(withNodeSelector("pool", "gpu")),
+			pod:     pod("new", "1", ""),
+			wantErr: "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't match policy nodeSelector.",
+		},
+		"dynamic resources are refused with the reason": {
+			nodes:  []*corev1.Node{node("a").obj()},
+			policy: policy(),
+			pod: func() *corev1.Pod {
+				p := pod("dra", "1", "")
+				p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: new("gpu-claim")}}
+				return p
+			}(),
+			wantErr: "0/1 nodes are available: " + ErrReasonDRA + ".",
+		},
+		"no nodes at all": {
+			policy:  policy(),
+			pod:     pod("new", "1", ""),
+			wantErr: ErrNoNodes.Error(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newPlacer(t, 0, tc.nodes, tc.bound)
+			got, gotErr := selectNode(t, p, tc.pod, tc.policy)
+			if got != tc.want {
+				t.Errorf("node: got %q, want %q", got, tc.want)
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("fit error: got %q, want %q", gotErr, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestReservedPodsCount: a reservation (an assumed pod) blocks an
+// anti-affine pod and takes node capacity, and the policy's capacity budget
+// counts it, with the refusal naming used/limit and counting only the nodes
+// the other plugins accepted.
+func TestReservedPodsCount(t *testing.T) {
+	nodes := []*corev1.Node{node("a").label("pool", "gpu").obj(), node("b").label("pool", "gpu").obj(), node("c").obj()}
+	pol := policy(withNodeSelector("pool", "gpu"), withCapacity("2"))
+	p, c := newPlacer(t, 0, nodes, nil)
+	first := antiAffine(pod("db-0", "1500m", ""), "db")
+	n, msg := selectNode(t, p, first, pol)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	if err := c.Reserve(first, framework.PodRequests(first), n, pol, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	second := antiAffine(pod("db-1", "100m", ""), "db")
+	got, msg := selectNode(t, p, second, pol)
+	if msg != "" || got == n {
+		t.Fatalf("anti-affine pod: node %q (reserved one on %q), err %q", got, n, msg)
+	}
+	big := pod("big", "1", "")
+	_, msg = selectNode(t, p, big, pol)
+	want := "0/3 nodes are available: 1 node(s) didn't match policy nodeSelector, 2 policy p capacity exhausted for cpu: 1500m/2 used."
+	if msg != want {
+		t.Errorf("capacity refusal:\n got %q\nwant %q", msg, want)
+	}
+}
+
+// TestSelectNodeRotates: on a cluster large enough to be sampled, each
+// walk starts where the previous one stopped, as kube-scheduler's does.
+func TestSelectNodeRotates(t *testing.T) {
+	var nodes []*corev1.Node
+	for i := range 120 {
+		nodes = append(nodes, node(fmt.Sprintf("n-%03d", i)).obj())
+	}
+	// 50% of 120 is 60, raised to the minimum of 100.
+	p, _ := newPlacer(t, 50, nodes, nil)
+	var starts []int
+	for range 3 {
+		starts = append(starts, p.nextStart)
+		if _, msg := selectNode(t, p, pod("new", "100m", ""), policy()); msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	if diff := cmp.Diff([]int{0, 100, 80}, starts); diff != "" {
+		t.Errorf("walk starts (-want +got):\n%s", diff)
+	}
+}
+
+func TestNumFeasibleNodesToFind(t *testing.T) {
+	for nodes, want := range map[int32]int32{50: 50, 100: 100, 500: 230, 5000: 500, 20000: 1000} {
+		if got := numFeasibleNodesToFind(0, nodes); got != want {
+			t.Errorf("numFeasibleNodesToFind(%d) = %d, want %d", nodes, got, want)
+		}
+	}
+	if got := numFeasibleNodesToFind(100, 5000); got != 5000 {
+		t.Errorf("percentage 100: got %d", got)
+	}
+}
+
+// TestProfile: kube-scheduler's default plugins with their weights, less
+// what bindgate does not run, plus the policy's plugins; the strategy
+// becomes NodeResourcesFit's scoring strategy.
+func TestProfile(t *testing.T) {
+	prof, err := Profile(bindgatev1alpha1.MostAllocated, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int32{}
+	var order []string
+	for _, p := range prof.Plugins.MultiPoint.Enabled {
+		got[p.Name] = p.Weight
+		order = append(order, p.Name)
+	}
+	want := map[string]int32{
+		UnsupportedName: 0, PolicyNodeSelectorName: 0, names.SchedulingGates: 0, names.PrioritySort: 0,
+		names.NodeName: 0, names.NodeUnschedulable: 0, names.TaintToleration: 3, names.NodeAffinity: 2,
+		names.NodePorts: 0, names.NodeResourcesFit: 1, names.VolumeRestrictions: 0, names.NodeVolumeLimits: 0,
+		names.VolumeBinding: 0, names.VolumeZone: 0, names.PodTopologySpread: 2, names.InterPodAffinity: 2,
+		names.NodeResourcesBalancedAllocation: 1, names.ImageLocality: 1, names.DefaultBinder: 0, PolicyCapacityName: 0,
+		names.NodeDeclaredFeatures: 0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plugins and weights (-want +got):\n%s", diff)
+	}
+	if order[len(order)-1] != PolicyCapacityName {
+		t.Errorf("capacity must filter last: %v", order)
+	}
+	for _, pc := range prof.PluginConfig {
+		if args, ok := pc.Args.(*config.NodeResourcesFitArgs); ok && args.ScoringStrategy.Type != config.MostAllocated {
+			t.Errorf("NodeResourcesFit strategy %s, want MostAllocated", args.ScoringStrategy.Type)
+		}
+		if args, ok := pc.Args.(*config.PodTopologySpreadArgs); ok && args.DefaultingType != config.SystemDefaulting {
+			t.Errorf("PodTopologySpread defaulting %s, want the system defaults", args.DefaultingType)
+		}
+	}
+}

@@ -1,0 +1,213 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package placement
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/framework"
+)
+
+// Names of bindgate's own plugins, run in the same framework as
+// kube-scheduler's.
+const (
+	// PolicyNodeSelectorName filters out the nodes outside the policy's
+	// spec.nodeSelector.
+	PolicyNodeSelectorName = "BindingPolicyNodeSelector"
+	// PolicyCapacityName refuses a pod that would take its policy past
+	// spec.capacity.
+	PolicyCapacityName = "BindingPolicyCapacity"
+	// UnsupportedName refuses what bindgate cannot place correctly.
+	UnsupportedName = "BindgateUnsupported"
+)
+
+// Reasons of bindgate's plugins, in kube-scheduler's wording style.
+const (
+	ErrReasonPolicyNodeSelector = "node(s) didn't match policy nodeSelector"
+	// ErrReasonDRA is the reason a pod with resourceClaims is refused.
+	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate does not allocate; schedule it with kube-scheduler"
+)
+
+// policyStateKey holds the policy of the pod's cycle in the CycleState.
+const policyStateKey fwk.StateKey = "bindgate.dev/BindingPolicy"
+
+type policyState struct {
+	policy *bindgatev1alpha1.BindingPolicy
+}
+
+// Clone shares the state: it is read-only.
+func (s *policyState) Clone() fwk.StateData { return s }
+
+// writePolicy puts the cycle's policy where bindgate's plugins find it.
+func writePolicy(state fwk.CycleState, policy *bindgatev1alpha1.BindingPolicy) {
+	state.Write(policyStateKey, &policyState{policy: policy})
+}
+
+func readPolicy(state fwk.CycleState) (*bindgatev1alpha1.BindingPolicy, *fwk.Status) {
+	v, err := state.Read(policyStateKey)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("reading the cycle's BindingPolicy: %w", err))
+	}
+	return v.(*policyState).policy, nil
+}
+
+// policyNodeSelector is the policy's spec.nodeSelector as a Filter plugin.
+type policyNodeSelector struct{}
+
+var (
+	_ fwk.PreFilterPlugin = policyNodeSelector{}
+	_ fwk.FilterPlugin    = policyNodeSelector{}
+)
+
+const selectorStateKey fwk.StateKey = "bindgate.dev/" + PolicyNodeSelectorName
+
+type selectorState struct{ sel labels.Selector }
+
+func (s *selectorState) Clone() fwk.StateData { return s }
+
+func (policyNodeSelector) Name() string { return PolicyNodeSelectorName }
+
+// PreFilter parses the selector once per cycle (Skip: no selector).
+func (policyNodeSelector) PreFilter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	policy, st := readPolicy(state)
+	if st != nil {
+		return nil, st
+	}
+	if policy.Spec.NodeSelector == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(policy.Spec.NodeSelector)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("policy %s has an invalid spec.nodeSelector: %v", policy.Name, err))
+	}
+	if sel.Empty() {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(selectorStateKey, &selectorState{sel: sel})
+	return nil, nil
+}
+
+func (policyNodeSelector) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter keeps the nodes the selector selects.
+func (policyNodeSelector) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	v, err := state.Read(selectorStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !v.(*selectorState).sel.Matches(labels.Set(ni.Node().Labels)) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonPolicyNodeSelector)
+	}
+	return nil
+}
+
+// policyCapacity is the policy's spec.capacity budget. It runs last among
+// the Filter plugins, so its refusal counts only the nodes that every other
+// plugin accepted.
+type policyCapacity struct{ cache *cache.Cache }
+
+var (
+	_ fwk.PreFilterPlugin = policyCapacity{}
+	_ fwk.FilterPlugin    = policyCapacity{}
+)
+
+const capacityStateKey fwk.StateKey = "bindgate.dev/" + PolicyCapacityName
+
+type capacityState struct{ reasons []string }
+
+func (s *capacityState) Clone() fwk.StateData { return s }
+
+func (policyCapacity) Name() string { return PolicyCapacityName }
+
+// PreFilter checks the budget once per cycle (Skip: within budget).
+func (p policyCapacity) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	policy, st := readPolicy(state)
+	if st != nil {
+		return nil, st
+	}
+	if len(policy.Spec.Capacity) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	reasons := p.cache.ExceedsBudget(policy, framework.PodRequests(pod))
+	if len(reasons) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(capacityStateKey, &capacityState{reasons: reasons})
+	return nil, nil
+}
+
+func (policyCapacity) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter refuses every node that reaches it: the policy is out of budget.
+func (policyCapacity) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ fwk.NodeInfo) *fwk.Status {
+	v, err := state.Read(capacityStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	return fwk.NewStatus(fwk.Unschedulable, v.(*capacityState).reasons...)
+}
+
+// unsupported refuses, with a reason, the pods bindgate cannot place
+// correctly: those that need dynamic resource allocation.
+type unsupported struct{}
+
+var (
+	_ fwk.PreFilterPlugin = unsupported{}
+	_ fwk.FilterPlugin    = unsupported{}
+)
+
+func (unsupported) Name() string { return UnsupportedName }
+
+// PreFilter refuses a pod with resourceClaims (Skip otherwise).
+func (unsupported) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDRA)
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+func (unsupported) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter is never reached for a refused pod.
+func (unsupported) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+// registry lists bindgate's plugins for the framework runtime.
+func registry(c *cache.Cache) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+	return map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error){
+		PolicyNodeSelectorName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return policyNodeSelector{}, nil
+		},
+		PolicyCapacityName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return policyCapacity{cache: c}, nil
+		},
+		UnsupportedName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return unsupported{}, nil
+		},
+	}
+}
