@@ -70,7 +70,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
-test: fmt vet verify lint control-plane build $(KWOK) ## The one test command: checks, unit and envtest suites.
+test: fmt vet verify lint control-plane build $(KWOK) $(KUBE_SCHEDULER) ## The one test command: checks, unit and envtest suites (kube-scheduler is the differential test's reference).
 	$(GO) test $(GOTEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-e2e
