@@ -160,7 +160,7 @@ func TestDifferential(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ks := exec.Command(bin, "--config", cfgPath, "--secure-port=0", "-v=0")
+	ks := exec.CommandContext(ctx, bin, "--config", cfgPath, "--secure-port=0", "-v=0")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "kube-scheduler.log"))
 	if err != nil {
 		t.Fatal(err)

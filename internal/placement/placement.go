@@ -137,7 +137,6 @@ type Placer struct {
 	// mu serialises scheduling cycles (Lock).
 	mu        sync.Mutex
 	nextStart int
-	cycles    atomic.Int64
 }
 
 // New builds one framework per scoring strategy over one snapshot.
