@@ -38,8 +38,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests from markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests from markers (and copy the CRD into the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=bindgate-manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml config/helm/bindgate/crds/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods and the schemas permit expressions are type-checked against.
@@ -162,4 +163,5 @@ PODS ?= 10
 
 .PHONY: playground
 playground: build control-plane $(KWOK) ## Run bindgate on a local control plane with NODES kwok nodes and a guided demo (PLAYGROUND_ARGS=--headless to run without a terminal).
-	$(GO) run ./test/playground --nodes=$(NODES) --pods=$(PODS) $(PLAYGROUND_ARGS)
+	$(GO) build -o $(LOCALBIN)/playground ./test/playground
+	exec $(LOCALBIN)/playground --nodes=$(NODES) --pods=$(PODS) $(PLAYGROUND_ARGS)

@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
 // BindingPolicyReconciler keeps each policy's Ready condition,
@@ -50,7 +51,19 @@ type BindingPolicyReconciler struct {
 	// Validate checks a policy beyond what the CRD schema can; nil accepts
 	// everything the schema accepted.
 	Validate func(*bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool)
+	// Secrets, when set, reads the Secrets that webhooks' signingSecretRef
+	// name, in SecretNamespace: a policy whose Secret or key is missing is
+	// not Ready.
+	Secrets         webhookclient.SecretGetter
+	SecretNamespace string
 }
+
+// Re-check intervals of policies that name Secrets (no Secret is watched:
+// the operator reads them only by name). Variables for tests.
+var (
+	secretMissingRecheck = 30 * time.Second
+	secretPresentRecheck = 5 * time.Minute
+)
 
 // +kubebuilder:rbac:groups=scheduling.bindgate.dev,resources=bindingpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.bindgate.dev,resources=bindingpolicies/status,verbs=get;update;patch
@@ -73,10 +86,19 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Message:            "The policy is valid and in use",
 		ObservedGeneration: policy.Generation,
 	}
+	var result ctrl.Result
 	if reason, message, ok := r.validate(policy); !ok {
 		ready.Status = metav1.ConditionFalse
 		ready.Reason = reason
 		ready.Message = message
+	} else if refs := secretRefs(policy); len(refs) > 0 && r.Secrets != nil {
+		result.RequeueAfter = secretPresentRecheck
+		if msg := r.missingSecret(ctx, refs); msg != "" {
+			ready.Status = metav1.ConditionFalse
+			ready.Reason = bindgatev1alpha1.ReasonMissingSecret
+			ready.Message = msg
+			result.RequeueAfter = secretMissingRecheck
+		}
 	}
 
 	bound, used, err := r.usage(ctx, policy)
@@ -89,7 +111,7 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if cur := meta.FindStatusCondition(policy.Status.Conditions, ready.Type); cur != nil &&
 			cur.Status == ready.Status && cur.Reason == ready.Reason && cur.Message == ready.Message &&
 			cur.ObservedGeneration == ready.ObservedGeneration {
-			return ctrl.Result{}, nil
+			return result, nil
 		}
 	}
 
@@ -106,7 +128,54 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, fmt.Errorf("patching the status of BindingPolicy %s: %w", policy.Name, err)
 	}
 	log.V(4).Info("Updated policy status", "ready", ready.Status, "reason", ready.Reason)
-	return ctrl.Result{}, nil
+	return result, nil
+}
+
+// secretRef is one signingSecretRef and the field that holds it.
+type secretRef struct {
+	field string
+	ref   *bindgatev1alpha1.SecretKeyRef
+}
+
+func secretRefs(p *bindgatev1alpha1.BindingPolicy) []secretRef {
+	var refs []secretRef
+	add := func(field string, wh *bindgatev1alpha1.Webhook) {
+		if wh != nil && wh.SigningSecretRef != nil {
+			refs = append(refs, secretRef{field: field, ref: wh.SigningSecretRef})
+		}
+	}
+	if p.Spec.Bind != nil {
+		add("spec.bind.webhook", p.Spec.Bind.Webhook)
+	}
+	if p.Spec.Permit != nil {
+		for i := range p.Spec.Permit.Conditions {
+			if c := &p.Spec.Permit.Conditions[i]; c.Webhook != nil {
+				add(fmt.Sprintf("spec.permit.conditions[%d] (%s)", i, c.Name), &c.Webhook.Webhook)
+			}
+		}
+	}
+	for i := range p.Spec.PostBind {
+		h := &p.Spec.PostBind[i]
+		add(fmt.Sprintf("spec.postBind[%d] (%s)", i, h.Name), &h.Webhook)
+	}
+	return refs
+}
+
+// missingSecret names the first signingSecretRef whose Secret or key cannot
+// be read ("" when all can).
+func (r *BindingPolicyReconciler) missingSecret(ctx context.Context, refs []secretRef) string {
+	for _, s := range refs {
+		_, err := r.Secrets.GetSecretKey(ctx, r.SecretNamespace, s.ref.Name, s.ref.Key)
+		switch {
+		case err == nil:
+			continue
+		case apierrors.IsNotFound(err):
+			return fmt.Sprintf("%s: signingSecretRef: Secret %s/%s not found", s.field, r.SecretNamespace, s.ref.Name)
+		default:
+			return fmt.Sprintf("%s: signingSecretRef: Secret %s/%s, key %s: %v", s.field, r.SecretNamespace, s.ref.Name, s.ref.Key, err)
+		}
+	}
+	return ""
 }
 
 func (r *BindingPolicyReconciler) validate(p *bindgatev1alpha1.BindingPolicy) (string, string, bool) {

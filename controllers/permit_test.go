@@ -252,6 +252,10 @@ func TestInvalidPolicyHoldsItsPods(t *testing.T) {
 	pol := uniq("invalid")
 	pool(t, pol, withPermit(`pod.spec.priority == 'high'`, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject))
 	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	eventually(t, 10*time.Second, "policy Ready=False", func() (bool, error) {
+		c := meta.FindStatusCondition(getPolicy(t, pol).Status.Conditions, bindgatev1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse, nil
+	})
 	ns := namespace(t, nil)
 	newPod(ns, "a").policy(pol).create(t)
 	eventually(t, 10*time.Second, "pod gated with PolicyNotReady", func() (bool, error) {

@@ -62,7 +62,7 @@ func (o *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 		ns = "bindgate-system"
 	}
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", ns,
-		"The operator's namespace: the only one webhook signing secrets are read from (default $POD_NAMESPACE).")
+		"The operator's namespace: the only one webhook signing secrets are read from. The default is $POD_NAMESPACE when it is set.")
 	fs.DurationVar(&o.WebhookBaseBackoff, "webhook-base-backoff", postbind.DefaultBaseBackoff,
 		"First retry delay of bind webhook calls and PostBind deliveries; it doubles per attempt.")
 	fs.IntVar(&o.PostBindWorkersPerHook, "postbind-workers-per-hook", postbind.DefaultWorkersPerHook,
@@ -114,10 +114,12 @@ func (r *PostBindReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // on the binding, the delivery dispatcher and its controller, and the
 // policy check that refuses forbidden webhook destinations.
 func setupBindWebhooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, policies *BindingPolicyReconciler) error {
+	secrets := postbind.SecretReader{Reader: mgr.GetAPIReader(), Namespace: opts.OperatorNamespace}
 	wc := webhookclient.New(webhookclient.Options{
 		AllowLinkLocal:  opts.AllowLinkLocalWebhooks,
 		SecretNamespace: opts.OperatorNamespace,
-	}, postbind.SecretReader{Reader: mgr.GetAPIReader(), Namespace: opts.OperatorNamespace})
+	}, secrets)
+	policies.Secrets, policies.SecretNamespace = secrets, opts.OperatorNamespace
 
 	sched.BindWebhook = &bindhook.Caller{Client: wc, BaseBackoff: opts.WebhookBaseBackoff}
 	if b, ok := sched.Binder.(*bind.Binder); ok {

@@ -101,7 +101,7 @@ type BindingPolicySpec struct {
 	// terminated. Resources not listed are not capped.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="spec.capacity quantities must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="spec.capacity quantities must not be negative",messageExpression="'spec.capacity.' + self.filter(k, string(self[k]).startsWith('-'))[0] + ' must not be negative'"
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 
 	// permit lists the conditions that must all approve before a reserved pod

@@ -71,6 +71,9 @@ const (
 	ReasonInvalidWebhook = "InvalidWebhook"
 	// ReasonInvalidSelector means a label selector failed to parse.
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonMissingSecret means a webhook's signingSecretRef names a Secret
+	// or key that does not exist in the operator's namespace.
+	ReasonMissingSecret = "MissingSecret"
 )
 
 // Pod condition types and reasons.

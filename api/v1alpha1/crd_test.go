@@ -188,8 +188,8 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 			want: []string{"spec.scoring.strategy", "Unsupported value"},
 		},
 		"negative capacity": {
-			spec: `capacity: {cpu: "-4"}`,
-			want: []string{"spec.capacity", "must not be negative"},
+			spec: `capacity: {cpu: "2", memory: "-4Gi"}`,
+			want: []string{"spec.capacity.memory must not be negative"},
 		},
 		"priority below 0": {
 			spec: `priority: -1`,

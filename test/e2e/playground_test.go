@@ -17,6 +17,7 @@ limitations under the License.
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -24,6 +25,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -106,4 +109,80 @@ func TestPlayground(t *testing.T) {
 	if t.Failed() {
 		t.Logf("output:\n%s", output)
 	}
+}
+
+// TestPlaygroundStopsThroughMake runs `make playground` as the README says,
+// headless: make builds the playground and execs it, the playground prints
+// its PID, and a SIGINT to that PID tears everything down and ends make
+// with exit code 0.
+func TestPlaygroundStopsThroughMake(t *testing.T) {
+	for _, name := range []string{"kube-apiserver", "etcd", "kwok", "kubectl", "helm"} {
+		tool(t, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "playground", "NODES=4", "PODS=2", "PLAYGROUND_ARGS=--headless --demo-timeout=60s")
+	cmd.Dir = repoPath()
+	// Its own process group: the SIGINT below goes to the playground alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	pidLine := regexp.MustCompile(`playground \(pid (\d+)\)`)
+	var pid int
+	for pid == 0 || !strings.Contains(out.String(), "bindgate playground is ready") {
+		if m := pidLine.FindStringSubmatch(out.String()); m != nil {
+			pid, _ = strconv.Atoi(m[1])
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("make playground ended before the playground was ready: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("the playground was not ready in time:\n%s", out.String())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		t.Fatalf("SIGINT to the playground (pid %d): %v", pid, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("make playground after SIGINT: %v, want exit code 0\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("make playground did not end after SIGINT:\n%s", out.String())
+	}
+	output := out.String()
+	for _, want := range []string{"exec " + repoPath("bin", "playground"), "teardown done"} {
+		if !strings.Contains(output, want) {
+			t.Errorf("output lacks %q:\n%s", want, output)
+		}
+	}
+	if strings.Contains(output, "make: ***") {
+		t.Errorf("make reported an error:\n%s", output)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -19,8 +19,9 @@ limitations under the License.
 // kube-apiserver on loopback (built from pinned modules into bin/), kwok
 // playing the kubelets of NODES nodes in two pools, the operator, the sample
 // BindingPolicies and a handful of demo pods. Run it with `make playground`,
-// which builds what is missing first. Ctrl-C (or SIGTERM) tears everything
-// down: child processes, control plane, temp dir.
+// which builds what is missing first and then execs this program's binary
+// (bin/playground). Ctrl-C (or SIGINT/SIGTERM to the PID it prints) tears
+// everything down — child processes, control plane, temp dir — and exits 0.
 package main
 
 import (
@@ -88,6 +89,7 @@ func main() {
 	teardownWithParent()
 	defer stop()
 	pg := &playground{opts: o, start: time.Now()}
+	pg.step("playground (pid %d); Ctrl-C or `kill -INT %d` stops it and cleans up", os.Getpid(), os.Getpid())
 	err := pg.run(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = nil // interrupted: a normal way to stop
