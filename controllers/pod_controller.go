@@ -126,9 +126,9 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	if pol == nil {
-		// A reservation held by a policy since deleted is released (with an
-		// event); the pod waits for a policy like any unmatched pod.
-		if _, err := r.Scheduler.ReleaseIfPolicyGone(ctx, pod, "no BindingPolicy matches the pod now"); err != nil {
+		// A reservation held by a policy since deleted or not Ready is
+		// released (with an event); the pod waits like any unmatched pod.
+		if _, err := r.Scheduler.ReleaseIfPolicyGone(ctx, pod, "the pod waits for a Ready BindingPolicy that selects it"); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.markWaiting(req.NamespacedName)

@@ -92,3 +92,32 @@ func TestReservationReleasedWhenPolicyGoes(t *testing.T) {
 		t.Errorf("Permitted on the bound pod = %+v, want True/Permitted", c)
 	}
 }
+
+// TestReservationReleasedWhenPolicyTurnsInvalid: a pod waiting under a
+// policy that stops being Ready (an expression edited into one that does
+// not compile) does not keep its capacity: the reservation is released and
+// the pod told why.
+func TestReservationReleasedWhenPolicyTurnsInvalid(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("turnsinvalid")
+	pool(t, pol, withPermit(approvedExpr, time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	newPod(ns, "a").policy(pol).create(t)
+	eventually(t, 10*time.Second, "waiting with a reservation", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 1 && permitReason(t, ns, "a") == bindgatev1alpha1.ReasonWaiting, nil
+	})
+	p := getPolicy(t, pol)
+	p.Spec.Permit.Conditions[0].Expression = `pod.spec.priority == 'high'`
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "released, with an event saying why", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 0 &&
+			hasEvent(t, ns, "a", "ReservationReleased", "BindingPolicy "+pol+", which held it, is not Ready (InvalidExpression"), nil
+	})
+	if n := getPod(t, ns, "a").Spec.NodeName; n != "" {
+		t.Errorf("pod bound to %s under an invalid policy", n)
+	}
+}

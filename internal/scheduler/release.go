@@ -22,6 +22,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,21 +47,29 @@ func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.
 }
 
 // ReleaseIfPolicyGone releases the pod's reservation when the policy that
-// holds it no longer exists, with a ReservationReleased event; next says
-// what happens to the pod now. It reports whether it released one.
+// holds it no longer exists or is not Ready (its pods cannot go on under
+// it), with a ReservationReleased event; next says what happens to the pod
+// now. It reports whether it released one.
 func (s *Scheduler) ReleaseIfPolicyGone(ctx context.Context, pod *corev1.Pod, next string) (bool, error) {
 	res, held := s.Cache.Reserved(pod.UID)
 	if !held {
 		return false, nil
 	}
-	err := s.Client.Get(ctx, client.ObjectKey{Name: res.Policy}, &bindgatev1alpha1.BindingPolicy{})
+	p := &bindgatev1alpha1.BindingPolicy{}
+	err := s.Client.Get(ctx, client.ObjectKey{Name: res.Policy}, p)
+	why := "was deleted"
 	switch {
-	case err == nil:
-		return false, nil
-	case !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+	case err != nil:
 		return false, fmt.Errorf("reading BindingPolicy %s: %w", res.Policy, err)
+	default:
+		ready := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.ObservedGeneration != p.Generation {
+			return false, nil
+		}
+		why = fmt.Sprintf("is not Ready (%s: %s)", ready.Reason, ready.Message)
 	}
-	s.releaseGone(ctx, pod, res, fmt.Sprintf("Released the reservation on node %s: BindingPolicy %s, which held it, was deleted; %s",
-		res.Node, res.Policy, next))
+	s.releaseGone(ctx, pod, res, fmt.Sprintf("Released the reservation on node %s: BindingPolicy %s, which held it, %s; %s",
+		res.Node, res.Policy, why, next))
 	return true, nil
 }
