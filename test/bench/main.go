@@ -73,6 +73,8 @@ type workload struct {
 	// for Duration while the contender runs.
 	Rate     int
 	Duration time.Duration
+	// Kind adds constraints to every pod (KindAntiAffinity, KindSpread).
+	Kind string
 }
 
 type result struct {
@@ -89,7 +91,9 @@ type result struct {
 	P50, P99     time.Duration
 	Curve        []point // bound pods over time since the contender started
 	Err          string
-	Phases       string // bindgate's mean time per extension point
+	// Check is the placement check's verdict ("ok" or the first breach).
+	Check  string
+	Phases string // bindgate's mean time per extension point
 	// CPU is each process's CPU milliseconds per bound pod (kube-apiserver,
 	// etcd, the contender when it is a process of its own).
 	CPU map[string]float64
@@ -107,13 +111,13 @@ type point struct {
 func main() {
 	var (
 		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
-		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s).")
+		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods).")
 		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
 		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
-		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,raw-bind", "Comma-separated contenders to run.")
+		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,ungate+kube-scheduler,raw-bind", "Comma-separated contenders to run.")
 		pprof     = flag.String("pprof", "", "Write a 10s CPU profile of bindgate's first run to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
@@ -121,10 +125,12 @@ func main() {
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
 	all := map[string]workload{
-		"500x3000":   {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
-		"5000x10000": {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
-		"stream":     {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
-		"stream100":  {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
+		"500x3000":     {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
+		"5000x10000":   {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
+		"stream":       {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
+		"stream100":    {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
+		"antiaffinity": {Name: "pod anti-affinity: 500 nodes / 1000 pods in 4 anti-affine groups", Nodes: 500, Pods: 1000, Kind: KindAntiAffinity},
+		"spread":       {Name: "topology spread: 1000 nodes in 3 zones / 5000 pods", Nodes: 1000, Pods: 5000, Kind: KindSpread},
 	}
 	var results []result
 	var order []string
@@ -137,11 +143,11 @@ func main() {
 		order = append(order, w.Name)
 		var contenders []string
 		for _, c := range strings.Split(*only2, ",") {
-			if !slices.Contains([]string{Bindgate, BindgateSchedulerName, KubeScheduler, RawBind}, c) {
-				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler or raw-bind)\n", c)
+			if !slices.Contains([]string{Bindgate, BindgateSchedulerName, KubeScheduler, UngateKubeScheduler, RawBind}, c) {
+				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler, ungate+kube-scheduler or raw-bind)\n", c)
 				os.Exit(2)
 			}
-			if c != RawBind || w.Rate == 0 {
+			if c != RawBind || (w.Rate == 0 && w.Kind == KindPlain) {
 				contenders = append(contenders, c)
 			}
 		}
@@ -171,6 +177,7 @@ func main() {
 				if len(r.APIServerByKind) > 0 {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
 				}
+				fmt.Printf("   placement check: %s\n", r.Check)
 				if r.Err != "" {
 					fmt.Printf("   error: %s\n", r.Err)
 				} else {
@@ -293,7 +300,7 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 	return parallel(n, 32, func(i int) error {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Labels: map[string]string{
-				corev1.LabelHostname: fmt.Sprintf("node-%05d", i), "pool": "bench",
+				corev1.LabelHostname: fmt.Sprintf("node-%05d", i), "pool": "bench", corev1.LabelTopologyZone: zoneOf(i),
 			}},
 			Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110")},
@@ -309,7 +316,7 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 
 // benchPod is pod i as contender expects it: gated for bindgate, naming
 // bindgate as its scheduler for bindgate-schedulername, plain otherwise.
-func benchPod(i int, contender string) *corev1.Pod {
+func benchPod(i int, contender, kind string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: fmt.Sprintf("pod-%06d", i)},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
@@ -324,7 +331,10 @@ func benchPod(i int, contender string) *corev1.Pod {
 	case BindgateSchedulerName:
 		p.Labels = map[string]string{bindgatev1alpha1.PolicyLabel: "bench"}
 		p.Spec.SchedulerName = bindgatev1alpha1.SchedulerName
+	case UngateKubeScheduler:
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: foreignGate}}
 	}
+	shape(p, i, kind)
 	return p
 }
 
@@ -388,7 +398,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	}
 	if w.Rate == 0 {
 		if err := parallel(w.Pods, 32, func(i int) error {
-			_, err := cp.fast.CoreV1().Pods("bench").Create(ctx, benchPod(i, contender), metav1.CreateOptions{})
+			_, err := cp.fast.CoreV1().Pods("bench").Create(ctx, benchPod(i, contender, w.Kind), metav1.CreateOptions{})
 			return err
 		}); err != nil {
 			return fail(fmt.Errorf("creating pods: %w", err))
@@ -423,7 +433,10 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 				}
 			}()
 		}
-	case KubeScheduler:
+	case KubeScheduler, UngateKubeScheduler:
+		if contender == UngateKubeScheduler {
+			go ungate(ctx, cp.fast)
+		}
 		cfgPath := filepath.Join(cp.dir, "scheduler.yaml")
 		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -482,6 +495,11 @@ leaderElection:
 	}
 	res.Total = time.Since(start)
 	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
+	if res.Check = checkPlacement(ctx, cp.cs, w.Kind); res.Check != "" {
+		res.Err = "placement check: " + res.Check
+	} else {
+		res.Check = "ok"
+	}
 	pid := 0
 	if proc != nil {
 		pid = proc.Process.Pid
@@ -580,7 +598,7 @@ func stream(ctx context.Context, cs kubernetes.Interface, tr *tracker, w workloa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			p := benchPod(i, contender)
+			p := benchPod(i, contender, w.Kind)
 			now := time.Now()
 			tr.mu.Lock()
 			tr.created[p.Name] = now
