@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
@@ -202,7 +203,8 @@ func boundPolicyOf(pod *corev1.Pod) string {
 	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return ""
 	}
-	return pod.Annotations[bindgatev1alpha1.PolicyAnnotation]
+	policy, _ := bind.BoundBy(pod) // never a policy the pod's owner named
+	return policy
 }
 
 // usage counts the policy's bound, non-terminated pods and what it uses:

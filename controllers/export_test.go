@@ -25,3 +25,6 @@ func SetSecretMissingRecheck(d time.Duration) (restore func()) {
 	secretMissingRecheck = d
 	return func() { secretMissingRecheck = old }
 }
+
+// LoadSealKey is loadSealKey, for the tests.
+var LoadSealKey = loadSealKey

@@ -95,7 +95,7 @@ func (r *PodReconciler) wantsCycle(pod *corev1.Pod) bool {
 	if bind.HasGate(pod) || pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
 		return true
 	}
-	if _, ungatedByUs := pod.Annotations[bindgatev1alpha1.PolicyAnnotation]; ungatedByUs {
+	if _, ungatedByUs := bind.SealedPolicy(pod); ungatedByUs {
 		return true // ungated and pinned, but the bind did not happen (restart)
 	}
 	_, held := r.Cache.Reserved(pod.UID)

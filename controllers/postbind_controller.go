@@ -44,8 +44,13 @@ type WebhookOptions struct {
 	// AllowLinkLocalWebhooks lets webhooks reach link-local and
 	// cloud-metadata addresses. Off by default.
 	AllowLinkLocalWebhooks bool
-	// OperatorNamespace is the only namespace signing secrets are read from.
+	// OperatorNamespace is the only namespace signing secrets are read from,
+	// and holds the seal key Secret.
 	OperatorNamespace string
+	// SealKeySecret names the Secret in OperatorNamespace that holds the
+	// key of the seals on bindgate's pod bookkeeping ("" means
+	// DefaultSealSecretName).
+	SealKeySecret string
 	// WebhookBaseBackoff is the first retry delay of the bind webhook and of
 	// PostBind deliveries (0: 1s); it doubles per attempt.
 	WebhookBaseBackoff time.Duration
@@ -63,6 +68,8 @@ func (o *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", ns,
 		"The operator's namespace: the only one webhook signing secrets are read from. The default is $POD_NAMESPACE when it is set.")
+	fs.StringVar(&o.SealKeySecret, "seal-key-secret", DefaultSealSecretName,
+		"The Secret, in the operator's namespace, that holds the key bindgate seals its pod bookkeeping with (created or filled when empty): a pod's policy record without a valid seal is charged to no policy and gets no PostBind notice.")
 	fs.DurationVar(&o.WebhookBaseBackoff, "webhook-base-backoff", postbind.DefaultBaseBackoff,
 		"First retry delay of bind webhook calls and PostBind deliveries; it doubles per attempt.")
 	fs.IntVar(&o.PostBindWorkersPerHook, "postbind-workers-per-hook", postbind.DefaultWorkersPerHook,
@@ -92,8 +99,14 @@ func (r *PostBindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, nil
 }
 
+// postBindPending: notices are pending on a pod bindgate itself bound
+// (its sealed policy record), never on one whose owner wrote the annotation.
 func postBindPending(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && pod.Annotations[bindgatev1alpha1.PostBindPendingAnnotation] != ""
+	if pod.Annotations[bindgatev1alpha1.PostBindPendingAnnotation] == "" {
+		return false
+	}
+	_, ok := bind.BoundBy(pod)
+	return ok
 }
 
 // SetupWithManager registers the reconciler for bound pods with pending

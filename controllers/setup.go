@@ -139,6 +139,18 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.BindConcurrency <= 0 {
 		opts.BindConcurrency = 64
 	}
+	// The seal key comes first: without it no pod's bookkeeping could be
+	// told from what its owner wrote.
+	secret := opts.SealKeySecret
+	if secret == "" {
+		secret = DefaultSealSecretName
+	}
+	key, err := loadSealKey(ctx, mgr.GetClient(), mgr.GetAPIReader(), types.NamespacedName{Namespace: opts.OperatorNamespace, Name: secret})
+	if err != nil {
+		return err
+	}
+	bind.UseSealKey(key)
+
 	recorder := mgr.GetEventRecorder("bindgate")
 	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
 	if err := policies.SetupWithManager(ctx, mgr); err != nil {

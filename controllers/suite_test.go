@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -55,6 +56,10 @@ func zapLevel() zapcore.Level {
 	return zapcore.DPanicLevel // quiet: BINDGATE_TEST_VERBOSE=1 shows the operator logs
 }
 
+// operatorNamespace holds the seal key Secret of the test managers (every
+// manager of the test process shares it, as replicas do).
+const operatorNamespace = metav1.NamespaceDefault
+
 var nameSeq atomic.Int64
 
 func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, nameSeq.Add(1)) }
@@ -63,7 +68,21 @@ func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, nameSeq.Ad
 // until the returned stop function is called (or the test ends).
 func startManager(t *testing.T, workers int, mutate ...func(*controllers.Options)) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return startManagerWithConfig(t, env.Config, workers, mutate...)
+}
+
+// startManagerAs runs the operator as user (impersonated, with the admin's
+// rights), as the installs run it under its ServiceAccount.
+func startManagerAs(t *testing.T, user string, workers int, mutate ...func(*controllers.Options)) (stop func()) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
+	return startManagerWithConfig(t, cfg, workers, mutate...)
+}
+
+func startManagerWithConfig(t *testing.T, cfg *rest.Config, workers int, mutate ...func(*controllers.Options)) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -79,6 +98,9 @@ func startManager(t *testing.T, workers int, mutate ...func(*controllers.Options
 	opts := controllers.Options{Workers: workers}
 	for _, m := range mutate {
 		m(&opts)
+	}
+	if opts.OperatorNamespace == "" {
+		opts.OperatorNamespace = operatorNamespace
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
 		t.Fatal(err)

@@ -149,8 +149,8 @@ func MethodFor(server *version.Info) Method {
 
 // Ungate removes bindgate's gate and, unless the pod names bindgate as its
 // scheduler, pins it to node with a kubernetes.io/hostname nodeSelector, in
-// one optimistic-locked write (method) that also records the policy in the
-// pod's annotations (so a restart between this write and the bind resumes
+// one optimistic-locked write (method) that also records the policy, sealed,
+// in the pod's annotations (so a restart between this write and the bind resumes
 // the pod). pod is updated in place from the API server's answer, and left
 // as it was when the write fails.
 func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.Node, policy string, method Method) error {
@@ -158,8 +158,9 @@ func Ungate(ctx context.Context, c client.Client, pod *corev1.Pod, node *corev1.
 		return nil
 	}
 	patch := ungatePatch{
-		Metadata: ungateMeta{ResourceVersion: pod.ResourceVersion, Annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: policy}},
+		Metadata: ungateMeta{ResourceVersion: pod.ResourceVersion, Annotations: make(map[string]string, 2)},
 	}
+	recordAnnotations(pod.UID, policy, patch.Metadata.Annotations)
 	for _, g := range pod.Spec.SchedulingGates {
 		if g.Name != bindgatev1alpha1.SchedulingGate {
 			patch.Spec.SchedulingGates = append(patch.Spec.SchedulingGates, g)
@@ -226,7 +227,7 @@ func AlreadyBoundTo(err error) (string, bool) {
 func (b *Binder) Bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodeName string) *framework.Status {
 	ann := map[string]string{}
 	if state.Policy != nil {
-		ann[bindgatev1alpha1.PolicyAnnotation] = state.Policy.Name
+		recordAnnotations(pod.UID, state.Policy.Name, ann)
 		if b.PostBindPending != nil {
 			if pending := b.PostBindPending(state.Policy); pending != "" {
 				ann[bindgatev1alpha1.PostBindPendingAnnotation] = pending

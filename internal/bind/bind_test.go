@@ -50,6 +50,9 @@ func gate(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGat
 // scheduler.
 func TestUngate(t *testing.T) {
 	ctx := context.Background()
+	key := []byte("ungate-test-key")
+	UseSealKey(key)
+	t.Cleanup(func() { UseSealKey(nil) })
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ungate"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +111,9 @@ func TestUngate(t *testing.T) {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 					t.Fatal(err)
 				}
-				tc.want.Annotations = map[string]string{"team": "x", bindgatev1alpha1.PolicyAnnotation: "p1"}
+				tc.want.Annotations = map[string]string{
+					"team": "x", bindgatev1alpha1.PolicyAnnotation: "p1", bindgatev1alpha1.SealAnnotation: sealWith(key, pod.UID, "p1"),
+				}
 				gotWant := want{Gates: got.Spec.SchedulingGates, NodeSelector: got.Spec.NodeSelector, Annotations: got.Annotations}
 				if diff := cmp.Diff(tc.want, gotWant); diff != "" {
 					t.Errorf("pod after Ungate (-want +got):\n%s", diff)

@@ -48,6 +48,7 @@ import (
 	"k8s.io/utils/clock"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
 )
@@ -232,10 +233,12 @@ func (c *Cache) drop(uid types.UID, e *entry) {
 	delete(c.pods, uid)
 }
 
-// BoundPolicy is the policy a bound pod is charged to: the policy recorded
-// on the pod when bindgate bound it.
+// BoundPolicy is the policy a bound pod is charged to: the one bindgate
+// itself bound it under (bind.BoundBy: its sealed policy record), never one
+// the pod's owner named in an annotation.
 func BoundPolicy(pod *corev1.Pod) string {
-	return pod.Annotations[bindgatev1alpha1.PolicyAnnotation]
+	p, _ := bind.BoundBy(pod)
+	return p
 }
 
 // UpsertPod records a pod from the informer: bound, non-terminal pods count

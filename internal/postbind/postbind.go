@@ -51,6 +51,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
@@ -209,9 +210,9 @@ func (d *Dispatcher) NeedLeaderElection() bool { return true }
 // Enqueue queues every hook still pending on pod, each on its own queue.
 // Hooks already queued keep their place and backoff.
 func (d *Dispatcher) Enqueue(pod *corev1.Pod) {
-	policy := pod.Annotations[bindgatev1alpha1.PolicyAnnotation]
-	if policy == "" || pod.Spec.NodeName == "" {
-		return
+	policy, ok := bind.BoundBy(pod)
+	if !ok {
+		return // bindgate did not bind it: its owner wrote the annotations
 	}
 	it := item{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	for _, hook := range PendingHooks(pod) {

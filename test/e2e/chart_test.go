@@ -29,6 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
@@ -80,18 +81,43 @@ func TestHelmTemplate(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.Kind)
 	}
-	for _, want := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration", "Secret", "FlowSchema"} {
+	for _, want := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "MutatingWebhookConfiguration", "Secret", "FlowSchema", "PodDisruptionBudget", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("default render has no %s (kinds: %v)", want, kinds)
 		}
 	}
-	for _, absent := range []string{"ServiceMonitor", "PodDisruptionBudget", "Certificate", "Issuer"} {
+	for _, absent := range []string{"ServiceMonitor", "Certificate", "Issuer"} {
 		if slices.Contains(kinds, absent) {
 			t.Errorf("default render has a %s; it is opt-in", absent)
 		}
 	}
 
 	t.Run("deployment", func(t *testing.T) { checkDeployment(t, one[appsv1.Deployment](t, objs, "Deployment"), 2) })
+	t.Run("fails closed, survives a drain", func(t *testing.T) {
+		for _, wh := range one[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration").Webhooks {
+			if *wh.FailurePolicy != admissionregistrationv1.Fail {
+				t.Errorf("%s: failurePolicy %s, want Fail by default", wh.Name, *wh.FailurePolicy)
+			}
+			ex := wh.NamespaceSelector.MatchExpressions
+			if len(ex) != 1 || ex[0].Key != corev1.LabelMetadataName || ex[0].Operator != "NotIn" ||
+				!reflect.DeepEqual(ex[0].Values, []string{"kube-system", "kube-public", "kube-node-lease", releaseNS}) {
+				t.Errorf("%s: namespaceSelector %+v does not exclude the system namespaces and %s", wh.Name, wh.NamespaceSelector, releaseNS)
+			}
+		}
+		pdb := one[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget")
+		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.MaxUnavailable != nil {
+			t.Errorf("PodDisruptionBudget %+v, want minAvailable 1", pdb.Spec)
+		}
+		dep := one[appsv1.Deployment](t, objs, "Deployment")
+		if !reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			t.Errorf("PodDisruptionBudget selects %v, the Deployment's pods are %v", pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels)
+		}
+		tsc := dep.Spec.Template.Spec.TopologySpreadConstraints
+		if len(tsc) != 1 || tsc[0].TopologyKey != corev1.LabelHostname || tsc[0].MaxSkew != 1 ||
+			!reflect.DeepEqual(tsc[0].LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			t.Errorf("topologySpreadConstraints %+v, want the replicas spread over nodes", tsc)
+		}
+	})
 	t.Run("rbac has no wildcards", func(t *testing.T) { checkNoWildcards(t, objs) })
 	t.Run("manager rules are the generated ones", func(t *testing.T) {
 		want := generatedRules(t)
@@ -134,8 +160,10 @@ func TestHelmTemplate(t *testing.T) {
 				t.Errorf("want one %s, rendered %d", k, kinds[k])
 			}
 		}
-		if kinds["Secret"] != 0 {
-			t.Errorf("cert-manager owns the Secret; the chart rendered %d", kinds["Secret"])
+		for _, o := range objs {
+			if o.Kind == "Secret" && o.Name == "bindgate-webhook-server-cert" {
+				t.Errorf("cert-manager owns the Secret; the chart rendered %s", o.Name)
+			}
 		}
 		mwc := one[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration")
 		if got := mwc.Annotations["cert-manager.io/inject-ca-from"]; got != releaseNS+"/bindgate-serving-cert" {
@@ -188,7 +216,7 @@ func TestHelmTemplate(t *testing.T) {
 	t.Run("webhook disabled", func(t *testing.T) {
 		objs := render(t, "webhook.enabled=false")
 		for _, o := range objs {
-			if o.Kind == "MutatingWebhookConfiguration" || o.Kind == "Secret" || o.Name == "bindgate-webhook-service" {
+			if o.Kind == "MutatingWebhookConfiguration" || (o.Kind == "Secret" && o.Name != "bindgate-seal-key") || o.Name == "bindgate-webhook-service" {
 				t.Errorf("webhook.enabled=false still renders %s %s", o.Kind, o.Name)
 			}
 		}
@@ -378,7 +406,9 @@ func TestKustomizeDefault(t *testing.T) {
 		"ClusterRole/bindgate-manager-role", "ClusterRoleBinding/bindgate-manager-rolebinding",
 		"Role/bindgate-leader-election-role", "Deployment/bindgate-controller-manager",
 		"Service/bindgate-webhook-service", "Service/bindgate-metrics-service",
-		"Secret/bindgate-webhook-server-cert",
+		"Secret/bindgate-webhook-server-cert", "Secret/bindgate-seal-key",
+		"PodDisruptionBudget/bindgate-controller-manager",
+		"ValidatingAdmissionPolicy/bindgate-bookkeeping", "ValidatingAdmissionPolicyBinding/bindgate-bookkeeping",
 		"MutatingWebhookConfiguration/bindgate-mutating-webhook-configuration",
 		"CustomResourceDefinition/bindingpolicies.scheduling.bindgate.dev",
 	} {
@@ -408,5 +438,42 @@ func TestKustomizeDefault(t *testing.T) {
 		if cr.Name == "bindgate-manager-role" && !reflect.DeepEqual(cr.Rules, generatedRules(t)) {
 			t.Errorf("kustomize manager rules differ from role.yaml")
 		}
+	}
+	checkBookkeepingPolicy(t, objs, "bindgate-bookkeeping", "system:serviceaccount:"+releaseNS+":bindgate-controller-manager")
+}
+
+// TestBookkeepingPolicyInSync: the chart's ValidatingAdmissionPolicy is
+// config/admission's, with the release's operator username and names.
+func TestBookkeepingPolicyInSync(t *testing.T) {
+	chart := render(t)
+	checkBookkeepingPolicy(t, chart, "bindgate-bookkeeping", "system:serviceaccount:"+releaseNS+":bindgate-controller-manager")
+	kust := splitManifests(t, mustRun(t, "kubectl", "kustomize", "config/default"))
+	c := one[admissionregistrationv1.ValidatingAdmissionPolicy](t, chart, "ValidatingAdmissionPolicy")
+	k := one[admissionregistrationv1.ValidatingAdmissionPolicy](t, kust, "ValidatingAdmissionPolicy")
+	if !reflect.DeepEqual(c.Spec, k.Spec) {
+		t.Errorf("chart and config/admission policies differ:\nchart     %+v\nkustomize %+v", c.Spec, k.Spec)
+	}
+	other := render(t, "fullnameOverride=gatekeeper")
+	checkBookkeepingPolicy(t, other, "gatekeeper-bookkeeping", "system:serviceaccount:"+releaseNS+":gatekeeper-controller-manager")
+}
+
+// checkBookkeepingPolicy: one policy, failing closed, that lets only the
+// operator's ServiceAccount through, bound with Deny.
+func checkBookkeepingPolicy(t *testing.T, objs []object, name, operator string) {
+	t.Helper()
+	vap := one[admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy")
+	b := one[admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding")
+	if vap.Name != name || b.Spec.PolicyName != name {
+		t.Errorf("policy %q, binding names %q; want %q", vap.Name, b.Spec.PolicyName, name)
+	}
+	if vap.Spec.FailurePolicy == nil || *vap.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("policy failurePolicy %v, want Fail", vap.Spec.FailurePolicy)
+	}
+	want := "request.userInfo.username != '" + operator + "'"
+	if len(vap.Spec.MatchConditions) != 1 || vap.Spec.MatchConditions[0].Expression != want {
+		t.Errorf("matchConditions %+v, want the one expression %s", vap.Spec.MatchConditions, want)
+	}
+	if !reflect.DeepEqual(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding validationActions %v, want [Deny]", b.Spec.ValidationActions)
 	}
 }

@@ -185,6 +185,7 @@ func (p *playground) run(ctx context.Context) error {
 	op, err := p.startChild(ctx, "bindgate", filepath.Join(o.bin, "bindgate"),
 		"--kubeconfig="+p.kubeconfig,
 		"--leader-elect=false",
+		"--operator-namespace=default", // holds the seal key Secret
 		"--metrics-bind-address="+p.metricsAddr,
 		"--health-probe-bind-address="+p.probeAddr,
 		"--zap-log-level=info",

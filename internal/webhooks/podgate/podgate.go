@@ -29,9 +29,13 @@ limitations under the License.
 // A pod that matches both is called twice; the handler is idempotent, so it
 // ends with the gate exactly once.
 //
-// failurePolicy is Ignore: while the operator is unreachable, new pods are
-// admitted ungated and go to kube-scheduler instead of stopping pod creation
-// in every enabled namespace. The Helm chart lets admins choose Fail.
+// failurePolicy is Fail: while the operator is unreachable, creating a pod
+// that opted in (enabled namespace, or the policy label) fails with the
+// webhook's error, instead of admitting it ungated past every policy. Pods
+// that opted in by carrying the gate themselves need no webhook. Neither
+// entry ever matches kube-system, kube-public, kube-node-lease or the
+// operator's own namespace (bindgate-system; the Helm chart's release
+// namespace), so the control plane and bindgate itself always start.
 package podgate
 
 import (
@@ -59,8 +63,8 @@ const Path = "/mutate-v1-pod-gate"
 // these markers by `make manifests`; the Helm chart renders the same entries).
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=mutating-webhook-configuration
-// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-namespace.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchLabels":{"scheduling.bindgate.dev/enabled":"true"}}}`
-// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-policy.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"scheduling.bindgate.dev/policy","operator":"Exists"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-namespace.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"namespaceSelector":{"matchLabels":{"scheduling.bindgate.dev/enabled":"true"},"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","bindgate-system"]}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-gate,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate-policy.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=Never,patch=`{"objectSelector":{"matchExpressions":[{"key":"scheduling.bindgate.dev/policy","operator":"Exists"}]},"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","bindgate-system"]}]}}`
 
 // Mode is how the webhook hands a pod to bindgate (--pod-webhook-mode).
 type Mode string

@@ -238,15 +238,14 @@ func TestWebhookEnvtest(t *testing.T) {
 				}
 			}
 
-			// failurePolicy is Ignore, so until the server answers (and the
-			// API server has seen the configuration) pods pass unchanged:
+			// Until the server answers, creates fail (failurePolicy Fail):
 			// wait with dry-run creates, which the webhook (sideEffects:
 			// None) also sees.
 			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
 				func(ctx context.Context) (bool, error) {
 					p := pod(enabled.Name, "probe")
 					if err := c.Create(ctx, p, client.DryRunAll); err != nil {
-						return false, err
+						return false, nil
 					}
 					return len(p.Spec.SchedulingGates) == 1 || p.Spec.SchedulerName == bindgate, nil
 				}); err != nil {
@@ -285,6 +284,71 @@ func TestWebhookEnvtest(t *testing.T) {
 					t.Fatalf("after update: gates %v, schedulerName %q; want none and %q", gates(p), p.Spec.SchedulerName, defaultSN)
 				}
 			})
+		})
+	}
+}
+
+// TestWebhookFailsClosed: with no webhook server answering, pods that opted
+// in (enabled namespace, policy label) are refused rather than admitted past
+// bindgate; other pods, and every pod of the system namespaces and the
+// operator's own, are admitted.
+func TestWebhookFailsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("envtest suite; run without -short")
+	}
+	env, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	c := env.Client
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "enabled", Labels: map[string]string{bindgatev1alpha1.EnabledNamespaceLabel: "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bindgate-system", Labels: map[string]string{bindgatev1alpha1.EnabledNamespaceLabel: "true"}}},
+	} {
+		if err := c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kube-system exists; label it as if someone opted it in by mistake.
+	ks := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ks); err != nil {
+		t.Fatal(err)
+	}
+	ks.Labels[bindgatev1alpha1.EnabledNamespaceLabel] = "true"
+	if err := c.Update(ctx, ks); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		pod     *corev1.Pod
+		refused bool
+	}{
+		"enabled namespace":                 {pod: pod("enabled", "a"), refused: true},
+		"policy label in plain namespace":   {pod: pod("plain", "b", withPolicyLabel), refused: true},
+		"plain namespace":                   {pod: pod("plain", "c")},
+		"already gated, plain namespace":    {pod: pod("plain", "d", withGate)},
+		"kube-system, enabled and labelled": {pod: pod(metav1.NamespaceSystem, "e", withPolicyLabel)},
+		"the operator's namespace":          {pod: pod("bindgate-system", "f", withPolicyLabel)},
+	}
+	// The API server loads the configuration asynchronously: wait until an
+	// opted-in pod is refused.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			return c.Create(ctx, pod("enabled", "probe"), client.DryRunAll) != nil, nil
+		}); err != nil {
+		t.Fatalf("the webhook configuration never took effect: %v", err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := c.Create(ctx, tc.pod, client.DryRunAll)
+			if tc.refused && (err == nil || !strings.Contains(err.Error(), "failed calling webhook")) {
+				t.Errorf("created with the webhook down: %v; want refused", err)
+			}
+			if !tc.refused && err != nil {
+				t.Errorf("refused: %v", err)
+			}
 		})
 	}
 }

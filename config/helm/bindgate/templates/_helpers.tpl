@@ -54,6 +54,10 @@ app.kubernetes.io/part-of: bindgate
 {{ include "bindgate.fullname" . }}-webhook-server-cert
 {{- end }}
 
+{{- define "bindgate.sealSecretName" -}}
+{{ include "bindgate.fullname" . }}-seal-key
+{{- end }}
+
 {{- define "bindgate.certificateName" -}}
 {{ include "bindgate.fullname" . }}-serving-cert
 {{- end }}

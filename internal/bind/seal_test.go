@@ -1,0 +1,115 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bind
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+)
+
+// TestBoundBy: only the policy record bindgate sealed for this very pod
+// counts; whatever else a pod's owner writes yields no policy.
+func TestBoundBy(t *testing.T) {
+	key := []byte("operator-key")
+	UseSealKey(key)
+	t.Cleanup(func() { UseSealKey(nil) })
+	const uid = types.UID("uid-1")
+	good := sealWith(key, uid, "team-a")
+	type want struct {
+		Sealed, Bound string
+		OK, BoundOK   bool
+	}
+	cases := map[string]struct {
+		uid         types.UID
+		node        string
+		annotations map[string]string
+		want        want
+	}{
+		"sealed and bound": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: good},
+			want:        want{Sealed: "team-a", OK: true, Bound: "team-a", BoundOK: true},
+		},
+		"sealed, not bound yet (ungated and pinned)": {
+			uid:         uid,
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: good},
+			want:        want{Sealed: "team-a", OK: true},
+		},
+		"policy annotation without a seal": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a"},
+		},
+		"another policy named under a real seal": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-b", bindgatev1alpha1.SealAnnotation: good},
+		},
+		"a seal copied from another pod": {
+			uid: "uid-2", node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: good},
+		},
+		"a seal made with another key": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: sealWith([]byte("guess"), uid, "team-a")},
+		},
+		"an empty seal": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: ""},
+		},
+		"pending PostBind without any policy record": {
+			uid: uid, node: "n1",
+			annotations: map[string]string{bindgatev1alpha1.PostBindPendingAnnotation: "audit"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: tc.uid, Annotations: tc.annotations},
+				Spec:       corev1.PodSpec{NodeName: tc.node},
+			}
+			var got want
+			got.Sealed, got.OK = SealedPolicy(pod)
+			got.Bound, got.BoundOK = BoundBy(pod)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNoKeyTrustsNothing: before the operator installs its key, no seal
+// verifies and none is written.
+func TestNoKeyTrustsNothing(t *testing.T) {
+	UseSealKey(nil)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: "u", Annotations: map[string]string{
+			bindgatev1alpha1.PolicyAnnotation: "p", bindgatev1alpha1.SealAnnotation: sealWith(nil, "u", "p"),
+		}},
+		Spec: corev1.PodSpec{NodeName: "n"},
+	}
+	if p, ok := BoundBy(pod); ok {
+		t.Errorf("BoundBy = %q without a key", p)
+	}
+	if s := Seal("u", "p"); s != "" {
+		t.Errorf("Seal = %q without a key", s)
+	}
+}
