@@ -94,7 +94,7 @@ func copyContext(t *testing.T, src, dest string, intoDir bool) {
 			if err := os.MkdirAll(to, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := exec.Command("cp", "-R", m+"/.", to).CombinedOutput(); err != nil {
+			if out, err := exec.CommandContext(t.Context(), "cp", "-R", m+"/.", to).CombinedOutput(); err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
 			continue
@@ -102,7 +102,7 @@ func copyContext(t *testing.T, src, dest string, intoDir bool) {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("cp", m, to).CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(t.Context(), "cp", m, to).CombinedOutput(); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
