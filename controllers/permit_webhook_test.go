@@ -102,6 +102,8 @@ func (s *permitServer) serve(rw http.ResponseWriter, req *http.Request) {
 		_, _ = rw.Write([]byte(`{"response": {"allowed": tru`))
 	case "/500":
 		http.Error(rw, "boom", http.StatusInternalServerError)
+	case "/longreason":
+		answer(permit.PermitReviewResponse{Reason: "line one\nline two " + strings.Repeat("x", 4000)})
 	case "/oversize":
 		_, _ = rw.Write([]byte(`{"response": {"allowed": true, "reason": "` + strings.Repeat("x", 128<<10) + `"}}`))
 	default:
@@ -160,11 +162,14 @@ func TestPermitWebhook(t *testing.T) {
 		{name: "wait-then-approve", path: "/wait", fp: fail, bind: true},
 		{name: "hang-fail", path: "/hang", fp: fail, want: "False/Waiting: review: webhook call failed (failurePolicy Fail)"},
 		{name: "hang-ignore", path: "/hang", fp: ignore, bind: true},
-		{name: "malformed-fail", path: "/malformed", fp: fail, want: "malformed response"},
-		{name: "malformed-ignore", path: "/malformed", fp: ignore, bind: true},
-		{name: "500-fail", path: "/500", fp: fail, want: "HTTP 500"},
-		{name: "500-ignore", path: "/500", fp: ignore, bind: true},
+		// failurePolicy covers only calls that got no answer: a malformed
+		// or non-2xx answer is never an approval.
+		{name: "malformed-fail", path: "/malformed", fp: fail, want: "False/Waiting: review: webhook answer not usable: malformed response"},
+		{name: "malformed-ignore", path: "/malformed", fp: ignore, want: "False/Waiting: review: webhook answer not usable: malformed response"},
+		{name: "500-fail", path: "/500", fp: fail, want: "webhook answer not usable: HTTP 500"},
+		{name: "500-ignore", path: "/500", fp: ignore, want: "webhook answer not usable: HTTP 500"},
 		{name: "oversize-fail", path: "/oversize", fp: fail, want: "exceeds"},
+		{name: "long-reason-cut", path: "/longreason", fp: fail, want: "False/Rejected: rejected by permit condition review: line one line two xxxx"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,6 +194,17 @@ func TestPermitWebhook(t *testing.T) {
 			eventually(t, 15*time.Second, "Permitted says "+tc.want, func() (bool, error) {
 				return strings.Contains(permittedMessage(t, ns, "a"), tc.want), nil
 			})
+			if tc.path == "/longreason" {
+				c := podCondition(getPod(t, ns, "a"), bindgatev1alpha1.PodConditionPermitted)
+				if len(c.Message) > 400 || !strings.HasSuffix(c.Message, "...") {
+					t.Errorf("Permitted message of %d bytes, want the reason cut to %d: %q", len(c.Message), permit.MaxReason, c.Message)
+				}
+				for _, e := range events(t, ns, "a") {
+					if len(e) > 1024 {
+						t.Errorf("event of %d bytes", len(e))
+					}
+				}
+			}
 			if tc.path == "/hang" {
 				if m := permittedMessage(t, ns, "a"); !strings.Contains(m, "timed out") {
 					t.Errorf("Permitted = %q, want a timeout", m)

@@ -81,7 +81,7 @@ type PodReconciler struct {
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;update;delete
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch;update
 // +kubebuilder:rbac:groups="",resources=pods/binding,verbs=create
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -135,6 +135,17 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 
+	host, pinned := pinnedByUs(pod)
+	if pinned {
+		gone, err := r.pinnedNodeGone(ctx, host)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if gone {
+			return ctrl.Result{}, r.recoverStranded(ctx, pod, fmt.Sprintf("it is pinned to node %s, which no longer exists", host))
+		}
+	}
+
 	out, err := r.Scheduler.Schedule(ctx, pod, pol)
 	if out.Result != "" && out.Result != scheduler.ResultBinding {
 		metrics.ScheduleAttempts.WithLabelValues(out.Result, pol.Name).Inc()
@@ -150,6 +161,9 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.bound(pod)
 		return ctrl.Result{}, nil
 	case out.Unschedulable:
+		if pinned && r.attemptsOf(pod) >= strandedAttempts {
+			return ctrl.Result{}, r.recoverStranded(ctx, pod, fmt.Sprintf("it is pinned to node %s, where it no longer fits", host))
+		}
 		r.markWaiting(req.NamespacedName)
 		after := r.backoff(pod.UID)
 		if out.RequeueAfter > 0 && out.RequeueAfter < after {

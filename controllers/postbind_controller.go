@@ -20,6 +20,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -44,6 +45,10 @@ type WebhookOptions struct {
 	// AllowLinkLocalWebhooks lets webhooks reach link-local and
 	// cloud-metadata addresses. Off by default.
 	AllowLinkLocalWebhooks bool
+	// AllowedWebhookCIDRs are address ranges webhooks may reach even inside
+	// the refused ones (loopback, unspecified, link-local, metadata,
+	// multicast, broadcast); --webhook-allowed-cidrs.
+	AllowedWebhookCIDRs []netip.Prefix
 	// OperatorNamespace is the only namespace signing secrets are read from,
 	// and holds the seal key Secret.
 	OperatorNamespace string
@@ -59,9 +64,24 @@ type WebhookOptions struct {
 	PostBindWorkersPerHook int
 }
 
+// destinations are the addresses webhooks may reach.
+func (o *WebhookOptions) destinations() webhookclient.Destinations {
+	return webhookclient.Destinations{AllowLinkLocal: o.AllowLinkLocalWebhooks, AllowCIDRs: o.AllowedWebhookCIDRs}
+}
+
 func (o *WebhookOptions) bindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.AllowLinkLocalWebhooks, "allow-link-local-webhooks", false,
 		"Let webhooks reach link-local and cloud-metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254).")
+	fs.Func("webhook-allowed-cidrs",
+		"Comma-separated CIDRs webhooks may reach although they are refused by default (loopback 127.0.0.0/8 and ::1, unspecified, link-local, cloud metadata, multicast, broadcast), e.g. 127.0.0.1/32 for a receiver beside the operator.",
+		func(v string) error {
+			cidrs, err := webhookclient.ParseCIDRs(v)
+			if err != nil {
+				return fmt.Errorf("--webhook-allowed-cidrs: %w", err)
+			}
+			o.AllowedWebhookCIDRs = append(o.AllowedWebhookCIDRs, cidrs...)
+			return nil
+		})
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "bindgate-system"
@@ -129,7 +149,7 @@ func (r *PostBindReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func setupBindWebhooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, policies *BindingPolicyReconciler) error {
 	secrets := postbind.SecretReader{Reader: mgr.GetAPIReader(), Namespace: opts.OperatorNamespace}
 	wc := webhookclient.New(webhookclient.Options{
-		AllowLinkLocal:  opts.AllowLinkLocalWebhooks,
+		Destinations:    opts.destinations(),
 		SecretNamespace: opts.OperatorNamespace,
 	}, secrets)
 	policies.Secrets, policies.SecretNamespace = secrets, opts.OperatorNamespace
@@ -138,13 +158,13 @@ func setupBindWebhooks(mgr ctrl.Manager, opts Options, sched *scheduler.Schedule
 	if b, ok := sched.Binder.(*bind.Binder); ok {
 		b.PostBindPending = postbind.Pending
 	}
-	policies.Validate = composeValidate(policies.Validate, postbind.Validate(opts.AllowLinkLocalWebhooks))
+	policies.Validate = composeValidate(policies.Validate, postbind.Validate(opts.destinations()))
 
 	d := postbind.NewDispatcher(postbind.Options{
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Webhooks:       wc,
-		Recorder:       mgr.GetEventRecorder("bindgate"),
+		Recorder:       boundedRecorder{mgr.GetEventRecorder("bindgate")},
 		WorkersPerHook: opts.PostBindWorkersPerHook,
 		BaseBackoff:    opts.WebhookBaseBackoff,
 	})

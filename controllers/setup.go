@@ -151,7 +151,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	bind.UseSealKey(key)
 
-	recorder := mgr.GetEventRecorder("bindgate")
+	recorder := boundedRecorder{mgr.GetEventRecorder("bindgate")}
 	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
 	if err := policies.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)

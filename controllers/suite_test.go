@@ -19,6 +19,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -101,6 +102,11 @@ func startManagerWithConfig(t *testing.T, cfg *rest.Config, workers int, mutate 
 	}
 	if opts.OperatorNamespace == "" {
 		opts.OperatorNamespace = operatorNamespace
+	}
+	if opts.AllowedWebhookCIDRs == nil {
+		// The tests' webhook receivers listen on loopback, which the
+		// operator refuses by default.
+		opts.AllowedWebhookCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
 		t.Fatal(err)

@@ -78,17 +78,23 @@ type BindingPolicySpec struct {
 	// namespaceSelector selects the namespaces whose pods this policy takes.
 	// Empty or absent selects every namespace.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions[].values must be non-empty for In and NotIn and empty for Exists and DoesNotExist"
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// podSelector selects, by label, the pods this policy takes.
 	// Empty or absent selects every pod.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions[].values must be non-empty for In and NotIn and empty for Exists and DoesNotExist"
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 
 	// nodeSelector restricts the nodes this policy may place pods on.
 	// It is ANDed with the pod's own nodeSelector and node affinity.
 	// Empty or absent allows every node.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions[].values must be non-empty for In and NotIn and empty for Exists and DoesNotExist"
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
 	// scoring chooses how feasible nodes are ranked.
@@ -229,6 +235,8 @@ type Webhook struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="url must be an absolute https:// URL"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="url must name a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="url must not carry user info (user:password@); use signingSecretRef"
 	URL string `json:"url"`
 
 	// timeout bounds each call, from 1s to 30s. Default 10s.

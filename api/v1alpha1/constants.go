@@ -97,6 +97,12 @@ const (
 	ReasonPermitted = "Permitted"
 	// ReasonRejected means a permit condition rejected the pod.
 	ReasonRejected = "Rejected"
+	// ReasonStranded (PodScheduled=False, and the event) means bindgate
+	// lifted the pod's gate and pinned it to a node, but the bind failed
+	// and the pod can never bind there (the node is gone or it no longer
+	// fits); the pin cannot be lifted. Pods with a controller owner are
+	// deleted instead, so that the owner creates new ones.
+	ReasonStranded = "Stranded"
 	// ReasonTimeout means the permit timeout passed.
 	ReasonTimeout = "Timeout"
 )

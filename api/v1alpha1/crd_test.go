@@ -235,6 +235,30 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 			spec: `postBind: [{name: audit, url: "https://a.example.com/", signingSecretRef: {name: hooks}}]`,
 			want: []string{"spec.postBind[0].signingSecretRef.key", "Required value"},
 		},
+		"webhook url without a host": {
+			spec: `postBind: [{name: audit, url: "https:///bound"}]`,
+			want: []string{"spec.postBind[0].url", "url must name a host"},
+		},
+		"webhook url with user info": {
+			spec: `bind: {webhook: {url: "https://admin:secret@binder.example.com/bind"}}`,
+			want: []string{"spec.bind.webhook.url", "url must not carry user info"},
+		},
+		"permit webhook url with a user name": {
+			spec: `permit: {conditions: [{name: a, webhook: {url: "https://someone@approver.example.com/"}}]}`,
+			want: []string{"spec.permit.conditions[0].webhook.url", "url must not carry user info"},
+		},
+		"pod selector with an unknown operator": {
+			spec: `podSelector: {matchExpressions: [{key: app, operator: Near, values: [web]}]}`,
+			want: []string{"spec.podSelector", "operator must be In, NotIn, Exists or DoesNotExist"},
+		},
+		"namespace selector In without values": {
+			spec: `namespaceSelector: {matchExpressions: [{key: team, operator: In}]}`,
+			want: []string{"spec.namespaceSelector", "values must be non-empty for In and NotIn"},
+		},
+		"node selector Exists with values": {
+			spec: `nodeSelector: {matchExpressions: [{key: pool, operator: Exists, values: [a]}]}`,
+			want: []string{"spec.nodeSelector", "empty for Exists and DoesNotExist"},
+		},
 		"expression too long": {
 			spec: `permit: {conditions: [{name: a, expression: "` + strings.Repeat("x", 4097) + `"}]}`,
 			want: []string{"spec.permit.conditions[0].expression", "Too long"},

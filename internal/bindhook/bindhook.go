@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -199,12 +198,9 @@ func answerMessage(body []byte) string {
 	} else {
 		msg = string(body)
 	}
-	msg = strings.TrimSpace(msg)
+	msg = webhookclient.Excerpt(msg, maxMessage)
 	if msg == "" {
 		return ""
-	}
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage] + "..."
 	}
 	return ": " + msg
 }

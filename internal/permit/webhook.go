@@ -221,7 +221,13 @@ func (w *Webhook) call(ctx context.Context, key callKey, e *callEntry, pod types
 
 // interpret turns the webhook's answer (or failure) into a permit status
 // and how long it stands.
+//
+// failurePolicy covers only a call that got no answer (timeout, connection
+// error): Ignore approves then. An answer that is not 2xx, or a 2xx one
+// that is malformed, is never an approval: the pod keeps waiting with the
+// reason, whatever the failurePolicy. So is a destination refused at dial.
 func (w *Webhook) interpret(resp *webhookclient.Response, err error) (*framework.Status, time.Duration) {
+	answered := err == nil
 	if err == nil {
 		err = checkResponse(resp)
 	}
@@ -243,11 +249,11 @@ func (w *Webhook) interpret(resp *webhookclient.Response, err error) (*framework
 				}
 				reason := "webhook asked to wait"
 				if r.Reason != "" {
-					reason += ": " + r.Reason
+					reason += ": " + webhookclient.Excerpt(r.Reason, MaxReason)
 				}
 				return framework.NewStatus(framework.Wait, reason), after
 			default:
-				reason := r.Reason
+				reason := webhookclient.Excerpt(r.Reason, MaxReason)
 				if reason == "" {
 					reason = "rejected by the webhook"
 				}
@@ -255,11 +261,18 @@ func (w *Webhook) interpret(resp *webhookclient.Response, err error) (*framework
 			}
 		}
 	}
-	if w.wh.FailurePolicy == bindgatev1alpha1.FailurePolicyIgnore {
+	if answered {
+		return framework.NewStatus(framework.Wait, "webhook answer not usable: "+webhookclient.Excerpt(err.Error(), MaxReason)), FailureRecheck
+	}
+	if w.wh.FailurePolicy == bindgatev1alpha1.FailurePolicyIgnore && !errors.Is(err, webhookclient.ErrForbiddenDestination) {
 		return nil, allowedTTL
 	}
-	return framework.NewStatus(framework.Wait, "webhook call failed (failurePolicy Fail): "+err.Error()), FailureRecheck
+	return framework.NewStatus(framework.Wait, "webhook call failed (failurePolicy Fail): "+webhookclient.Excerpt(err.Error(), MaxReason)), FailureRecheck
 }
+
+// MaxReason caps the text of a webhook's answer (or failure) that goes
+// into a pod's condition and events.
+const MaxReason = 256
 
 func checkResponse(resp *webhookclient.Response) error {
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusMultipleChoices {

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
 func TestPending(t *testing.T) {
@@ -80,6 +81,14 @@ func TestValidate(t *testing.T) {
 			}}}},
 			wantInMsg: "spec.permit.conditions[0] (approver): url forbidden webhook destination",
 		},
+		"loopback postBind": {
+			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://127.0.0.1:9443/")}},
+			wantInMsg: "spec.postBind[0] (h): url forbidden webhook destination: refusing to call loopback address 127.0.0.1",
+		},
+		"user info in the url": {
+			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://user:pw@hooks.example/")}},
+			wantInMsg: "spec.postBind[0] (h): url invalid webhook url",
+		},
 		"junk CA bundle": {
 			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{{Name: "h",
 				Webhook: bindgatev1alpha1.Webhook{URL: "https://hooks.example/", CABundle: []byte("junk")}}}},
@@ -88,7 +97,7 @@ func TestValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			reason, msg, ok := Validate(tc.allowLL)(&bindgatev1alpha1.BindingPolicy{Spec: tc.spec})
+			reason, msg, ok := Validate(webhookclient.Destinations{AllowLinkLocal: tc.allowLL})(&bindgatev1alpha1.BindingPolicy{Spec: tc.spec})
 			if ok != tc.wantOK {
 				t.Fatalf("ok = %v (%s: %s), want %v", ok, reason, msg, tc.wantOK)
 			}

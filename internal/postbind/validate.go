@@ -29,14 +29,14 @@ import (
 )
 
 // Validate returns a BindingPolicyReconciler.Validate check for the permit,
-// bind and postBind webhooks: each URL must pass webhookclient.ValidateURL (https, no
-// link-local or cloud-metadata address unless allowLinkLocal) and each CA
+// bind and postBind webhooks: each URL must pass webhookclient.ValidateURL
+// (https, a host, no user info, no literal address dest refuses) and each CA
 // bundle must hold a PEM certificate. A policy that fails is not Ready, so
 // no pod binds under it and no request leaves.
-func Validate(allowLinkLocal bool) func(*bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool) {
+func Validate(dest webhookclient.Destinations) func(*bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool) {
 	return func(p *bindgatev1alpha1.BindingPolicy) (string, string, bool) {
 		if p.Spec.Bind != nil && p.Spec.Bind.Webhook != nil {
-			if msg := checkWebhook(p.Spec.Bind.Webhook, allowLinkLocal); msg != "" {
+			if msg := checkWebhook(p.Spec.Bind.Webhook, dest); msg != "" {
 				return bindgatev1alpha1.ReasonInvalidWebhook, "spec.bind.webhook: " + msg, false
 			}
 		}
@@ -46,14 +46,14 @@ func Validate(allowLinkLocal bool) func(*bindgatev1alpha1.BindingPolicy) (reason
 				if c.Webhook == nil {
 					continue
 				}
-				if msg := checkWebhook(&c.Webhook.Webhook, allowLinkLocal); msg != "" {
+				if msg := checkWebhook(&c.Webhook.Webhook, dest); msg != "" {
 					return bindgatev1alpha1.ReasonInvalidWebhook, fmt.Sprintf("spec.permit.conditions[%d] (%s): %s", i, c.Name, msg), false
 				}
 			}
 		}
 		for i := range p.Spec.PostBind {
 			h := &p.Spec.PostBind[i]
-			if msg := checkWebhook(&h.Webhook, allowLinkLocal); msg != "" {
+			if msg := checkWebhook(&h.Webhook, dest); msg != "" {
 				return bindgatev1alpha1.ReasonInvalidWebhook, fmt.Sprintf("spec.postBind[%d] (%s): %s", i, h.Name, msg), false
 			}
 		}
@@ -61,8 +61,8 @@ func Validate(allowLinkLocal bool) func(*bindgatev1alpha1.BindingPolicy) (reason
 	}
 }
 
-func checkWebhook(wh *bindgatev1alpha1.Webhook, allowLinkLocal bool) string {
-	if err := webhookclient.ValidateURL(wh.URL, allowLinkLocal); err != nil {
+func checkWebhook(wh *bindgatev1alpha1.Webhook, dest webhookclient.Destinations) string {
+	if err := webhookclient.ValidateURL(wh.URL, dest); err != nil {
 		return "url " + err.Error()
 	}
 	if len(wh.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(wh.CABundle) {

@@ -82,9 +82,10 @@ const userAgent = "bindgate-webhook/v1alpha1"
 
 // Options configures a Client.
 type Options struct {
-	// AllowLinkLocal lets webhooks reach link-local and cloud-metadata
-	// addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254). Off by default.
-	AllowLinkLocal bool
+	// Destinations says which addresses webhooks may reach; the zero value
+	// refuses loopback, unspecified, link-local, metadata, multicast and
+	// broadcast addresses.
+	Destinations Destinations
 	// MaxResponseBytes caps the response body; a bigger body is an error.
 	// Zero or negative means DefaultMaxResponseBytes (64 KiB).
 	MaxResponseBytes int64
@@ -168,7 +169,7 @@ func (c *Client) do(ctx context.Context, cl call) (*Response, error) {
 	if cl.wh == nil {
 		return nil, fmt.Errorf("%s webhook %q: no webhook configured", cl.kind, cl.name)
 	}
-	if err := ValidateURL(cl.wh.URL, c.opts.AllowLinkLocal); err != nil {
+	if err := ValidateURL(cl.wh.URL, c.opts.Destinations); err != nil {
 		requestsTotal.WithLabelValues(cl.kind, cl.name, codeRefused).Inc()
 		return nil, fmt.Errorf("%s webhook %q: %w", cl.kind, cl.name, err)
 	}
@@ -392,7 +393,7 @@ func (c *Client) newTransport(tlsConfig *tls.Config) *http.Transport {
 		Timeout:   30 * time.Second,
 		KeepAlive: 30 * time.Second,
 		Resolver:  c.resolver,
-		Control:   dialControl(c.opts.AllowLinkLocal),
+		Control:   dialControl(c.opts.Destinations),
 	}
 	return &http.Transport{
 		Proxy:                  nil,

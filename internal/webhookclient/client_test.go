@@ -157,16 +157,28 @@ func TestDo(t *testing.T) {
 		cloudEvent bool
 		redirect   string // Location for /redirect
 		opts       Options
-		cancelled  bool
-		want       want
+		// refuseLoopback keeps the default destinations; otherwise the
+		// test servers' loopback address is allowed, as an operator's
+		// --webhook-allowed-cidrs would.
+		refuseLoopback bool
+		cancelled      bool
+		want           want
 	}{
 		"success with CA bundle": {
 			url: "https://{srv}/ok", ca: "good",
 			want: want{status: 200, body: `{"ok":true}`, contentType: ContentTypeJSON, hits: 1, code: "200", attempted: true},
 		},
-		"hostname resolving to loopback is allowed": {
+		"hostname resolving to an allowed loopback address": {
 			url: "https://" + hookHost + ":{port}/ok", ca: "good", msgID: "msg-1",
 			want: want{status: 200, body: `{"ok":true}`, contentType: ContentTypeJSON, hits: 1, code: "200", attempted: true},
+		},
+		"hostname resolving to loopback refused at dial by default": {
+			url: "https://" + hookHost + ":{port}/ok", ca: "good", refuseLoopback: true,
+			want: want{err: "refusing to call loopback address 127.0.0.1", is: ErrForbiddenDestination, code: "refused", attempted: true},
+		},
+		"loopback literal refused by default": {
+			url: "https://{srv}/ok", ca: "good", refuseLoopback: true,
+			want: want{err: "refusing to call loopback address 127.0.0.1", is: ErrForbiddenDestination, code: "refused"},
 		},
 		"cloud event content type": {
 			url: "https://{srv}/ok", ca: "good", msgID: "event-id", cloudEvent: true,
@@ -269,6 +281,9 @@ func TestDo(t *testing.T) {
 			e.rec.redirect = e.expand(t, tc.redirect)
 			opts := tc.opts
 			opts.SecretNamespace = testSecretNS
+			if !tc.refuseLoopback {
+				opts.Destinations.AllowCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+			}
 			c := New(opts, secrets)
 			c.resolver = newFakeDNS(t, dns)
 

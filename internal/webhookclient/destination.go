@@ -27,41 +27,87 @@ import (
 )
 
 // ErrForbiddenDestination is wrapped by every error that refuses a webhook
-// destination: a scheme other than https, or a link-local / cloud-metadata
-// address when Options.AllowLinkLocal is false. Test for it with errors.Is.
+// destination: a scheme other than https, or an address in a refused range
+// (see Destinations). Test for it with errors.Is.
 var ErrForbiddenDestination = errors.New("forbidden webhook destination")
 
-// forbiddenPrefixes are the link-local and cloud-metadata ranges that a
-// webhook may not reach unless AllowLinkLocal is set.
-var forbiddenPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("169.254.0.0/16"),    // IPv4 link-local, incl. 169.254.169.254 metadata
-	netip.MustParsePrefix("fe80::/10"),         // IPv6 link-local
-	netip.MustParsePrefix("fd00:ec2::254/128"), // AWS IMDS over IPv6
+// refusedRange is a range of addresses webhooks may not reach by default.
+type refusedRange struct {
+	prefix netip.Prefix
+	what   string
+	// linkLocal: AllowLinkLocal lifts the refusal.
+	linkLocal bool
 }
 
-// isForbiddenAddr reports whether ip is a link-local or metadata address.
+// refusedRanges are the destinations no policy author may point the
+// operator at unless the operator's flags allow them: the operator's own
+// host (loopback, unspecified), link-local and cloud-metadata addresses,
+// multicast and broadcast.
+var refusedRanges = []refusedRange{
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", false},
+	{netip.MustParsePrefix("::1/128"), "loopback", false},
+	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified", false},
+	{netip.MustParsePrefix("::/128"), "unspecified", false},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local/metadata", true}, // incl. 169.254.169.254
+	{netip.MustParsePrefix("fe80::/10"), "link-local/metadata", true},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "link-local/metadata", true}, // AWS IMDS over IPv6
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast", false},
+	{netip.MustParsePrefix("ff00::/8"), "multicast", false},
+	{netip.MustParsePrefix("255.255.255.255/32"), "broadcast", false},
+}
+
+// Destinations says which addresses webhooks may reach. By default every
+// address outside the refused ranges (loopback, unspecified, link-local,
+// cloud metadata, multicast, broadcast).
+type Destinations struct {
+	// AllowLinkLocal lets webhooks reach link-local and cloud-metadata
+	// addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254).
+	AllowLinkLocal bool
+	// AllowCIDRs are ranges allowed even inside a refused range (e.g.
+	// 127.0.0.0/8 for a receiver on the operator's own host).
+	AllowCIDRs []netip.Prefix
+}
+
+// ParseCIDRs parses a comma-separated list of CIDRs (an empty string is
+// none); the error names the one that does not parse.
+func ParseCIDRs(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR (e.g. 10.0.0.0/8, fd00::/8): %w", f, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// check refuses ip when it lies in a refused range that d does not allow.
 // IPv4-mapped IPv6 addresses are checked as IPv4.
-func isForbiddenAddr(ip netip.Addr) bool {
+func (d Destinations) check(ip netip.Addr) error {
 	ip = ip.Unmap().WithZone("")
-	for _, p := range forbiddenPrefixes {
+	for _, p := range d.AllowCIDRs {
 		if p.Contains(ip) {
-			return true
+			return nil
 		}
 	}
-	return false
-}
-
-// forbiddenAddrError builds the error returned for a refused address.
-func forbiddenAddrError(ip netip.Addr) error {
-	return fmt.Errorf("%w: refusing to call link-local/metadata address %s", ErrForbiddenDestination, ip.Unmap())
+	for _, r := range refusedRanges {
+		if r.prefix.Contains(ip) && !(r.linkLocal && d.AllowLinkLocal) {
+			return fmt.Errorf("%w: refusing to call %s address %s", ErrForbiddenDestination, r.what, ip)
+		}
+	}
+	return nil
 }
 
 // ValidateURL checks statically what can be checked without resolving names:
-// the URL is absolute, its scheme is https, it has a host, and, when the host
-// is a literal IP, that IP is not link-local or a cloud-metadata address
-// (unless allowLinkLocal). Host names are checked again on every dial, after
-// resolution, by the Client. Refusals wrap ErrForbiddenDestination.
-func ValidateURL(raw string, allowLinkLocal bool) error {
+// the URL is absolute, its scheme is https, it has a host and no user info,
+// and, when the host is a literal IP, that d allows it. Host names are
+// checked again on every dial, after resolution, by the Client. Refusals
+// wrap ErrForbiddenDestination.
+func ValidateURL(raw string, d Destinations) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("invalid webhook url: %w", err)
@@ -73,23 +119,20 @@ func ValidateURL(raw string, allowLinkLocal bool) error {
 	if host == "" {
 		return fmt.Errorf("invalid webhook url %q: missing host", u.Redacted())
 	}
-	if allowLinkLocal {
-		return nil
+	if u.User != nil {
+		return fmt.Errorf("invalid webhook url %q: user info is not allowed (use signingSecretRef)", u.Redacted())
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && isForbiddenAddr(ip) {
-		return forbiddenAddrError(ip)
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return d.check(ip)
 	}
 	return nil
 }
 
 // dialControl returns a net.Dialer Control hook that refuses forbidden
 // destinations. It runs after name resolution and before connect, so a DNS
-// name that points at a metadata address is refused and no packet is sent.
-func dialControl(allowLinkLocal bool) func(network, address string, c syscall.RawConn) error {
+// name that points at a refused address is refused and no packet is sent.
+func dialControl(d Destinations) func(network, address string, c syscall.RawConn) error {
 	return func(_, address string, _ syscall.RawConn) error {
-		if allowLinkLocal {
-			return nil
-		}
 		host, _, err := net.SplitHostPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: cannot parse dial address %q: %w", ErrForbiddenDestination, address, err)
@@ -98,9 +141,6 @@ func dialControl(allowLinkLocal bool) func(network, address string, c syscall.Ra
 		if err != nil {
 			return fmt.Errorf("%w: dial address %q is not an IP: %w", ErrForbiddenDestination, address, err)
 		}
-		if isForbiddenAddr(ip) {
-			return forbiddenAddrError(ip)
-		}
-		return nil
+		return d.check(ip)
 	}
 }

@@ -181,6 +181,20 @@ func TestHelmTemplate(t *testing.T) {
 		}
 	})
 
+	t.Run("outbound webhook destinations", func(t *testing.T) {
+		args := one[appsv1.Deployment](t, render(t, "outboundWebhooks.allowedCIDRs={127.0.0.1/32,fd00::/8}", "outboundWebhooks.allowLinkLocal=true"), "Deployment").Spec.Template.Spec.Containers[0].Args
+		for _, want := range []string{"--webhook-allowed-cidrs=127.0.0.1/32,fd00::/8", "--allow-link-local-webhooks"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("args %v lack %s", args, want)
+			}
+		}
+		for _, a := range one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0].Args {
+			if strings.HasPrefix(a, "--webhook-allowed-cidrs") || a == "--allow-link-local-webhooks" {
+				t.Errorf("default args allow more destinations: %s", a)
+			}
+		}
+	})
+
 	t.Run("scheduler-name mode", func(t *testing.T) {
 		dep := one[appsv1.Deployment](t, render(t, "webhook.mode=scheduler-name"), "Deployment")
 		if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--pod-webhook-mode=scheduler-name") {

@@ -45,6 +45,10 @@ func TestInvalidFlags(t *testing.T) {
 			args: []string{"--durable-reservations=sometimes"},
 			want: `--durable-reservations=\"sometimes\": want auto, waiting or always`,
 		},
+		"webhook allowed CIDRs": {
+			args: []string{"--webhook-allowed-cidrs=127.0.0.1"},
+			want: `--webhook-allowed-cidrs: "127.0.0.1" is not a CIDR`,
+		},
 		"unknown flag": {
 			args: []string{"--wrokers=4"},
 			want: "flag provided but not defined: -wrokers",
