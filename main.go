@@ -29,6 +29,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -45,6 +46,7 @@ func init() {
 func main() {
 	var (
 		metricsAddr          string
+		metricsSecure        bool
 		probeAddr            string
 		enableLeaderElection bool
 		leaderElectionNS     string
@@ -54,6 +56,8 @@ func main() {
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080",
 		"The address the Prometheus metrics endpoint binds to. Use 0 to disable it.")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS to authenticated, authorized clients only: a bearer token the API server accepts (TokenReview) whose user may get the non-resource URL /metrics (SubjectAccessReview). false serves plain HTTP to anyone (for local runs).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
 		"The address the /healthz and /readyz endpoints bind to.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", true,
@@ -92,7 +96,7 @@ func main() {
 	mgr, err := ctrl.NewManager(controllers.RESTConfig(cfg), ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metricsOptions(metricsAddr, metricsSecure),
 		HealthProbeBindAddress:  probeAddr,
 		WebhookServer:           webhooks.server(),
 		PprofBindAddress:        pprofAddr,
@@ -130,4 +134,20 @@ func main() {
 		setupLog.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// The metrics endpoint's authentication and authorization filter asks the
+// API server about each scraper's token.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves /metrics on addr; secure puts it behind
+// controller-runtime's authentication and authorization filter, over HTTPS
+// with a self-signed certificate.
+func metricsOptions(addr string, secure bool) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr, SecureServing: secure}
+	if secure {
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -318,23 +318,29 @@ type PostBindWebhook struct {
 type Reservation struct {
 	// podNamespace is the namespace of the pod.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	PodNamespace string `json:"podNamespace"`
 
 	// podName is the name of the pod.
 	// +required
+	// +kubebuilder:validation:MaxLength=253
 	PodName string `json:"podName"`
 
 	// podUID is the UID of the pod; a pod recreated under the same name does
 	// not inherit the reservation.
 	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=128
 	PodUID types.UID `json:"podUID"`
 
 	// node is the node the capacity is held on.
 	// +required
+	// +kubebuilder:validation:MaxLength=253
 	Node string `json:"node"`
 
 	// resources is what the pod requests, as kube-scheduler computes it.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=18
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 
 	// reservedAt is when the reservation was taken.
@@ -357,13 +363,17 @@ type BindingPolicyStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// reservations are the capacity holds this policy records durably, one
 	// per pod, until the pod is bound or released.
+	// At most 1000 (MaxReservations): past that, the policy's further pods
+	// wait and its condition ReservationsFull is True.
 	// +optional
 	// +listType=map
 	// +listMapKey=podUID
+	// +kubebuilder:validation:MaxItems=1000
 	Reservations []Reservation `json:"reservations,omitempty"`
 
 	// reservedPods is the number of entries in reservations.

@@ -63,6 +63,21 @@ const (
 	// ConditionReady is True when the policy is valid and in use.
 	ConditionReady = "Ready"
 
+	// ConditionReservationsFull is True while the policy's status records
+	// MaxReservations reservations and refuses more (its pods wait).
+	ConditionReservationsFull = "ReservationsFull"
+	// ReasonMaxReservations: status.reservations is at MaxReservations.
+	ReasonMaxReservations = "MaxReservations"
+	// ReasonHasRoom: status.reservations has room again.
+	ReasonHasRoom = "HasRoom"
+
+	// MaxReservations bounds status.reservations (its maxItems): 1000
+	// reservations of the longest names the schema allows, with four
+	// resources each, take 858 KiB (878 bytes each; TestMaxReservationsFit
+	// in api/v1alpha1 measures it), 56% of etcd's default 1.5 MiB object
+	// limit, leaving the rest to the spec.
+	MaxReservations = 1000
+
 	// ReasonValid means the policy compiled and is in use.
 	ReasonValid = "Valid"
 	// ReasonInvalidExpression means a permit expression failed to compile.

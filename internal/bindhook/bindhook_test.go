@@ -45,10 +45,11 @@ func TestBackoffDoublesPerPodAndResets(t *testing.T) {
 
 func TestAnswerMessage(t *testing.T) {
 	for body, want := range map[string]string{
-		``:                          "",
-		`{"message":"no licenses"}`: ": no licenses",
-		`plain text`:                ": plain text",
-		strings.Repeat("x", 300):    ": " + strings.Repeat("x", 256) + "...",
+		``:                                "",
+		`{"message":"no licenses"}`:       ": no licenses",
+		`plain text`:                      ": plain text",
+		strings.Repeat("x", 300):          ": " + strings.Repeat("x", 253) + "...",
+		"<html>\n<body>502\x1b[0m</body>": ": <html> <body>502 [0m</body>",
 	} {
 		if got := answerMessage([]byte(body)); got != want {
 			t.Errorf("answerMessage(%.20q) = %q, want %q", body, got, want)

@@ -31,6 +31,8 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +48,11 @@ var ErrPolicyGone = errors.New("the BindingPolicy no longer exists")
 // ErrLostRace means a reservation recorded by someone else meanwhile (another
 // replica) leaves no room for this one.
 var ErrLostRace = errors.New("another reservation took the capacity first")
+
+// ErrStatusFull means the policy's status already records the most
+// reservations it may hold (bindgatev1alpha1.MaxReservations): one more
+// could push the object past etcd's size limit.
+var ErrStatusFull = errors.New("the BindingPolicy's status records the most reservations it may hold")
 
 // Validator re-checks pending additions after the ledger saw a newer status
 // (written by another replica). It returns the UIDs that no longer fit.
@@ -248,19 +255,37 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		byUID[r.PodUID] = r
 	}
 	changed := false
+	// Removals first, so that a batch that frees entries makes room for
+	// its own additions.
 	for i, o := range ops {
-		if results != nil && results[i] != nil {
+		if o.add != nil || (results != nil && results[i] != nil) {
 			continue
 		}
-		if o.add != nil {
-			if old, ok := byUID[o.add.PodUID]; !ok || !apiequality.Semantic.DeepEqual(old, *o.add) {
-				changed = true
-			}
-			byUID[o.add.PodUID] = *o.add
-		} else if _, ok := byUID[o.remove]; ok {
+		if _, ok := byUID[o.remove]; ok {
 			changed = true
 			delete(byUID, o.remove)
 		}
+	}
+	full := 0
+	for i, o := range ops {
+		if o.add == nil || (results != nil && results[i] != nil) {
+			continue
+		}
+		old, ok := byUID[o.add.PodUID]
+		if !ok && len(byUID) >= maxReservations {
+			full++
+			if results != nil {
+				results[i] = fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, maxReservations)
+			}
+			continue
+		}
+		if !ok || !apiequality.Semantic.DeepEqual(old, *o.add) {
+			changed = true
+		}
+		byUID[o.add.PodUID] = *o.add
+	}
+	if setFull(status, full, len(byUID)) {
+		changed = true
 	}
 	if !changed {
 		return false
@@ -281,6 +306,36 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 	})
 	Totals(status)
 	return true
+}
+
+// maxReservations is bindgatev1alpha1.MaxReservations (smaller in tests).
+var maxReservations = bindgatev1alpha1.MaxReservations
+
+// setFull keeps the policy's ReservationsFull condition: True, naming how
+// many reservations were refused, while additions are refused for want of
+// room; False once the status has room again. It reports a change.
+func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, held int) bool {
+	cur := meta.FindStatusCondition(status.Conditions, bindgatev1alpha1.ConditionReservationsFull)
+	var want metav1.Condition
+	switch {
+	case refused > 0:
+		want = metav1.Condition{
+			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionTrue, Reason: bindgatev1alpha1.ReasonMaxReservations,
+			Message: fmt.Sprintf("status.reservations holds %d reservations, the most a policy's status may record (etcd's object size limit); "+
+				"further pods of this policy wait (refused %d) until some bind or are released", held, refused),
+		}
+	case cur != nil && cur.Status == metav1.ConditionTrue && held < maxReservations:
+		want = metav1.Condition{
+			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionFalse, Reason: bindgatev1alpha1.ReasonHasRoom,
+			Message: fmt.Sprintf("status.reservations holds %d of at most %d reservations", held, maxReservations),
+		}
+	default:
+		return false
+	}
+	if cur != nil && cur.Status == want.Status && cur.Reason == want.Reason && cur.Message == want.Message {
+		return false
+	}
+	return meta.SetStatusCondition(&status.Conditions, want)
 }
 
 // Totals recomputes reservedPods, reserved and waitingPods from reservations.

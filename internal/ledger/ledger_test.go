@@ -17,10 +17,12 @@ limitations under the License.
 package ledger
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,6 +109,82 @@ func TestApply(t *testing.T) {
 			apply(st, tc.ops, tc.results)
 			if diff := cmp.Diff(tc.want, summarize(st)); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestApplyFull: past maxReservations, additions are refused with
+// ErrStatusFull and the policy says so in ReservationsFull; removals in the
+// same batch make room first, and the condition turns False once there is
+// room again.
+func TestApplyFull(t *testing.T) {
+	old := maxReservations
+	maxReservations = 2
+	t.Cleanup(func() { maxReservations = old })
+	type want struct {
+		Summary   summary
+		Refused   []int // indexes of the ops refused as full
+		Condition string
+	}
+	full := func(n int) []*bindgatev1alpha1.Reservation {
+		var out []*bindgatev1alpha1.Reservation
+		for i := range n {
+			out = append(out, res(string(rune('a'+i)), "n1", "1", false))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		start     []*bindgatev1alpha1.Reservation
+		condition metav1.ConditionStatus // ReservationsFull before, "" for none
+		ops       []op
+		want      want
+	}{
+		"room for one of two": {
+			start: full(1),
+			ops:   []op{{add: res("x", "n1", "1", false)}, {add: res("y", "n1", "1", false)}},
+			want: want{Summary: summary{Pods: []string{"a@n1", "x@n1"}, Reserved: 2, CPU: "2"}, Refused: []int{1},
+				Condition: "True/MaxReservations"},
+		},
+		"an update of a held pod is not an addition": {
+			start: full(2),
+			ops:   []op{{add: res("a", "n1", "1", true)}},
+			want:  want{Summary: summary{Pods: []string{"a@n1", "b@n1"}, Reserved: 2, Waiting: 1, CPU: "2"}},
+		},
+		"a removal in the batch makes room": {
+			start: full(2),
+			ops:   []op{{add: res("x", "n1", "1", false)}, {remove: "uid-a"}},
+			want:  want{Summary: summary{Pods: []string{"b@n1", "x@n1"}, Reserved: 2, CPU: "2"}},
+		},
+		"room again clears the condition": {
+			start: full(2), condition: metav1.ConditionTrue,
+			ops:  []op{{remove: "uid-a"}},
+			want: want{Summary: summary{Pods: []string{"b@n1"}, Reserved: 1, CPU: "1"}, Condition: "False/HasRoom"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st := &bindgatev1alpha1.BindingPolicyStatus{}
+			for _, r := range tc.start {
+				st.Reservations = append(st.Reservations, *r)
+			}
+			if tc.condition != "" {
+				st.Conditions = []metav1.Condition{{Type: bindgatev1alpha1.ConditionReservationsFull, Status: tc.condition, Reason: bindgatev1alpha1.ReasonMaxReservations}}
+			}
+			Totals(st)
+			results := make([]error, len(tc.ops))
+			apply(st, tc.ops, results)
+			got := want{Summary: summarize(st)}
+			for i, err := range results {
+				if errors.Is(err, ErrStatusFull) {
+					got.Refused = append(got.Refused, i)
+				}
+			}
+			if c := meta.FindStatusCondition(st.Conditions, bindgatev1alpha1.ConditionReservationsFull); c != nil {
+				got.Condition = string(c.Status) + "/" + c.Reason
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

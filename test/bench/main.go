@@ -423,7 +423,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			// (auto would record every one, as for several replicas).
 			"--durable-reservations=waiting",
 			"--operator-namespace=default", // holds the seal key Secret
-			"--metrics-bind-address=127.0.0.1:18080", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
+			"--metrics-bind-address=127.0.0.1:18080", "--metrics-secure=false", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
 		if rc.pprof != "" {
 			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")
 			go func() {

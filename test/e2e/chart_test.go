@@ -143,6 +143,31 @@ func TestHelmTemplate(t *testing.T) {
 		if role.Namespace != releaseNS {
 			t.Errorf("Role in %q, want %q", role.Namespace, releaseNS)
 		}
+		// Exactly what the code uses: GET, the seal key's update, and list
+		// and watch only for the self-signed certificate rotator's cache.
+		secretRules := func(objs []object) []string {
+			var out []string
+			for _, r := range one[rbacv1.Role](t, objs, "Role").Rules {
+				if slices.Contains(r.Resources, "secrets") {
+					out = append(out, strings.Join(r.Verbs, ",")+" "+strings.Join(r.ResourceNames, ","))
+				}
+			}
+			return out
+		}
+		for set, want := range map[string][]string{
+			"":                      {"get ", "update bindgate-seal-key", "list,watch ", "update bindgate-webhook-server-cert"},
+			"webhook.enabled=false": {"get ", "update bindgate-seal-key"},
+		} {
+			var objs []object
+			if set == "" {
+				objs = render(t)
+			} else {
+				objs = render(t, set)
+			}
+			if got := secretRules(objs); !reflect.DeepEqual(got, want) {
+				t.Errorf("--set %q: Secret rules %q, want %q", set, got, want)
+			}
+		}
 	})
 	t.Run("webhook entries match the generated configuration", func(t *testing.T) {
 		checkWebhookMatchesGenerated(t, one[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration"))

@@ -18,6 +18,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +31,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,9 +96,10 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 	// The operator as that identity, with leader election in the release
 	// namespace, as the chart runs it.
 	opCtx, stopOperator := context.WithCancel(ctx)
+	metricsAddr := freeLocalAddr(t)
 	cmd := exec.CommandContext(opCtx, operator, "--kubeconfig="+saKubeconfig, "--leader-elect=true",
 		"--leader-election-namespace="+releaseNS, "--operator-namespace="+releaseNS,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info")
+		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=info")
 	logs, err := os.Create(filepath.Join(t.TempDir(), "operator.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +173,10 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 		return err == nil && len(evs.Items) >= 5, err
 	})
 
+	// /metrics answers only tokens allowed to get it (the chart's
+	// metrics-reader ClusterRole), over HTTPS.
+	checkMetricsAuth(t, admin, metricsAddr, tr.Status.Token)
+
 	// The chart's FlowSchema files the operator's requests where
 	// kube-scheduler's go (workload-high), not under service-accounts.
 	checkAPIPriority(t, admin, saConfig)
@@ -189,8 +198,18 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 			_, err := sa.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 			return err
 		},
-		"delete a pod": func() error {
-			return sa.CoreV1().Pods("apps").Delete(ctx, "web-0", metav1.DeleteOptions{})
+		// (Deleting pods is granted: a stranded pod with a controller owner
+		// is deleted so that its owner recreates it.)
+		"delete a Secret of its own namespace": func() error {
+			return sa.CoreV1().Secrets(releaseNS).Delete(ctx, "bindgate-seal-key", metav1.DeleteOptions{})
+		},
+		"update a Secret of its own namespace it does not own": func() error {
+			s, err := admin.CoreV1().Secrets(releaseNS).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = sa.CoreV1().Secrets(releaseNS).Update(ctx, s, metav1.UpdateOptions{})
+			return err
 		},
 		"delete a node": func() error {
 			return sa.CoreV1().Nodes().Delete(ctx, "sa-node-1", metav1.DeleteOptions{})
@@ -208,8 +227,13 @@ func TestOperatorAsChartServiceAccount(t *testing.T) {
 			t.Errorf("the chart's ServiceAccount can %s (err = %v), want Forbidden", what, err)
 		}
 	}
-	if _, err := sa.CoreV1().Secrets(releaseNS).List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("the chart's ServiceAccount cannot read Secrets of its own namespace: %v", err)
+	if _, err := sa.CoreV1().Secrets(releaseNS).Get(ctx, "bindgate-seal-key", metav1.GetOptions{}); err != nil {
+		t.Errorf("the chart's ServiceAccount cannot get Secrets of its own namespace: %v", err)
+	}
+	// Without the self-signed webhook certificate (webhook.enabled=false
+	// here) nothing lists or watches Secrets.
+	if _, err := sa.CoreV1().Secrets(releaseNS).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the chart's ServiceAccount can list Secrets without the certificate rotator (err = %v)", err)
 	}
 
 	// kubectl apply -f config/samples/ and kubectl get bp, as a user does.
@@ -332,4 +356,76 @@ func buildOperator(t *testing.T) string {
 		t.Fatalf("building the operator: %v\n%s", err, out)
 	}
 	return operator
+}
+
+// freeLocalAddr is a loopback address with a port nothing listens on.
+func freeLocalAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// checkMetricsAuth: no token is 401, a token without the metrics-reader
+// role (the operator's own) is 403, a scraper bound to it reads metrics.
+func checkMetricsAuth(t *testing.T, admin kubernetes.Interface, addr, unprivilegedToken string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := admin.CoreV1().ServiceAccounts(releaseNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "bindgate-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: releaseNS}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := admin.CoreV1().ServiceAccounts(releaseNS).CreateToken(ctx, "scraper",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint's certificate is self-signed; what is checked here is who
+	// may read it.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test endpoint
+	get := func(token string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	for what, tc := range map[string]struct {
+		token string
+		want  int
+	}{
+		"no token":                       {want: http.StatusUnauthorized},
+		"a token without metrics-reader": {token: unprivilegedToken, want: http.StatusForbidden},
+		"the scraper's token":            {token: tr.Status.Token, want: http.StatusOK},
+	} {
+		var code int
+		var body string
+		poll(t, 30*time.Second, "/metrics answers "+what, func() (bool, error) {
+			c, b, err := get(tc.token)
+			code, body = c, b
+			return err == nil && c == tc.want, nil
+		})
+		if tc.want == http.StatusOK && !strings.Contains(body, "bindgate_") {
+			t.Errorf("/metrics for %s (%d) has no bindgate_ metric", what, code)
+		}
+	}
 }

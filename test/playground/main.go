@@ -187,6 +187,7 @@ func (p *playground) run(ctx context.Context) error {
 		"--leader-elect=false",
 		"--operator-namespace=default", // holds the seal key Secret
 		"--metrics-bind-address="+p.metricsAddr,
+		"--metrics-secure=false", // plain http for the curl below
 		"--health-probe-bind-address="+p.probeAddr,
 		"--zap-log-level=info",
 	)
