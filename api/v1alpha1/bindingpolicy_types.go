@@ -229,15 +229,24 @@ type GangCondition struct {
 type VolumesCondition struct{}
 
 // Webhook is an HTTPS endpoint that bindgate calls.
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url or service must be set"
 type Webhook struct {
-	// url is the https:// address to POST to.
-	// +required
+	// url is the https:// address to POST to. Exactly one of url and
+	// service is set.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="url must be an absolute https:// URL"
 	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="url must name a host"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@')",message="url must not carry user info (user:password@); use signingSecretRef"
-	URL string `json:"url"`
+	URL string `json:"url,omitempty"`
+
+	// service names an in-cluster receiver by its Service, as admission
+	// webhooks do: bindgate calls https://<name>.<namespace>.svc:<port><path>
+	// and verifies the certificate for <name>.<namespace>.svc. Exactly one of
+	// url and service is set.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
 
 	// timeout bounds each call, from 1s to 30s. Default 10s.
 	// +optional
@@ -256,6 +265,36 @@ type Webhook struct {
 	// namespace, whose value signs each request (Standard Webhooks scheme).
 	// +optional
 	SigningSecretRef *SecretKeyRef `json:"signingSecretRef,omitempty"`
+}
+
+// ServiceReference names a Service that receives webhook calls.
+type ServiceReference struct {
+	// namespace is the Service's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// name is the Service's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// port is the Service's port, 1-65535. Default 443.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=443
+	Port *int32 `json:"port,omitempty"`
+
+	// path is the URL path called, starting with /. Default /.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains('?') && !self.contains('#')",message="path must start with / and hold no query or fragment"
+	Path string `json:"path,omitempty"`
 }
 
 // SecretKeyRef names one key of a Secret in the operator's namespace.

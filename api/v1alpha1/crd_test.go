@@ -95,6 +95,8 @@ spec:
   postBind:
   - name: audit
     url: https://audit.example.com/bound
+  - name: cmdb
+    service: {namespace: cmdb, name: receiver}
 `)
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, u); err != nil {
@@ -113,6 +115,7 @@ spec:
 		"webhook.failure":    {string(got.Spec.Permit.Conditions[0].Webhook.FailurePolicy), "Fail"},
 		"postBind.timeout":   {got.Spec.PostBind[0].Timeout.Duration.String(), "10s"},
 		"postBind.attempts":  {fmt.Sprint(got.Spec.PostBind[0].MaxAttempts), "5"},
+		"service.port":       {fmt.Sprint(*got.Spec.PostBind[1].Service.Port), "443"},
 		"priority (default)": {fmt.Sprint(got.Spec.Priority), "0"},
 	}
 	for name, c := range checks {
@@ -159,9 +162,25 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 			spec: `bind: {webhook: {url: "not a url"}}`,
 			want: []string{"spec.bind.webhook.url", "https://"},
 		},
-		"bind webhook without url": {
+		"bind webhook without url or service": {
 			spec: `bind: {webhook: {timeout: 5s}}`,
-			want: []string{"spec.bind.webhook.url", "Required value"},
+			want: []string{"spec.bind.webhook", "exactly one of url or service must be set"},
+		},
+		"webhook with both url and service": {
+			spec: `postBind: [{name: audit, url: "https://a.example.com/", service: {namespace: audit, name: receiver}}]`,
+			want: []string{"spec.postBind[0]", "exactly one of url or service must be set"},
+		},
+		"service reference with a bad port": {
+			spec: `bind: {webhook: {service: {namespace: binder, name: api, port: 70000}}}`,
+			want: []string{"spec.bind.webhook.service.port", "65535"},
+		},
+		"service reference with a query in its path": {
+			spec: `permit: {conditions: [{name: a, webhook: {service: {namespace: ops, name: approver, path: "/permit?token=x"}}}]}`,
+			want: []string{"spec.permit.conditions[0].webhook.service.path", "no query or fragment"},
+		},
+		"service reference with an invalid name": {
+			spec: `bind: {webhook: {service: {namespace: binder, name: "Not_A_Name"}}}`,
+			want: []string{"spec.bind.webhook.service.name", "should match"},
 		},
 		"permit timeout 0s": {
 			spec: `permit: {timeout: 0s}`,

@@ -151,7 +151,7 @@ func (c *Caller) reject(uid types.UID, reason string, wh *bindgatev1alpha1.Webho
 	}
 	return &Rejection{
 		Reason:     reason,
-		Message:    fmt.Sprintf("bind webhook %s %s: %s", Display(wh.URL), verb, why),
+		Message:    fmt.Sprintf("bind webhook %s %s: %s", Display(webhookclient.URLOf(wh)), verb, why),
 		RetryAfter: c.backoff(uid),
 	}
 }

@@ -62,7 +62,7 @@ func Validate(dest webhookclient.Destinations) func(*bindgatev1alpha1.BindingPol
 }
 
 func checkWebhook(wh *bindgatev1alpha1.Webhook, dest webhookclient.Destinations) string {
-	if err := webhookclient.ValidateURL(wh.URL, dest); err != nil {
+	if err := webhookclient.ValidateURL(webhookclient.URLOf(wh), dest); err != nil {
 		return "url " + err.Error()
 	}
 	if len(wh.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(wh.CABundle) {

@@ -137,7 +137,7 @@ func New(opts Options, secrets SecretGetter) *Client {
 	}
 }
 
-// Do POSTs payload as application/json to wh.URL and returns the answer.
+// Do POSTs payload as application/json to URLOf(wh) and returns the answer.
 // kind (KindPermit, KindBind, KindPostBind) and name identify the webhook in
 // metrics and logs. msgID is the webhook-id header, required when the
 // webhook is signed; reuse it across retries of the same message.
@@ -169,7 +169,7 @@ func (c *Client) do(ctx context.Context, cl call) (*Response, error) {
 	if cl.wh == nil {
 		return nil, fmt.Errorf("%s webhook %q: no webhook configured", cl.kind, cl.name)
 	}
-	if err := ValidateURL(cl.wh.URL, c.opts.Destinations); err != nil {
+	if err := ValidateURL(URLOf(cl.wh), c.opts.Destinations); err != nil {
 		requestsTotal.WithLabelValues(cl.kind, cl.name, codeRefused).Inc()
 		return nil, fmt.Errorf("%s webhook %q: %w", cl.kind, cl.name, err)
 	}
@@ -211,7 +211,7 @@ func (c *Client) prepare(ctx context.Context, cl call) (*http.Request, *http.Cli
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.wh.URL, bytes.NewReader(cl.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, URLOf(cl.wh), bytes.NewReader(cl.body))
 	if err != nil {
 		return nil, nil, fmt.Errorf("building request: %w", err)
 	}

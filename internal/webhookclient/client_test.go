@@ -26,6 +26,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,7 @@ const (
 	testSecretNS  = "bindgate-system"
 	rawSecret     = "raw-secret-value-0123456789"
 	hookHost      = "hook.bindgate.test"
+	serviceHost   = "receiver.hooks.svc"
 	metadataHost  = "metadata.bindgate.test"
 	metadata6Host = "v6metadata.bindgate.test"
 )
@@ -64,7 +66,7 @@ func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := &testEnv{ca: newTestCA(t, "bindgate test CA"), otherCA: newTestCA(t, "other CA")}
 	e.rec, e.otherRec = newRecorder(t), newRecorder(t)
-	cert := e.ca.leaf(t, "127.0.0.1", "localhost", hookHost)
+	cert := e.ca.leaf(t, "127.0.0.1", "localhost", hookHost, serviceHost)
 	e.srv = startTLSServer(t, cert, e.rec)
 	e.other = startTLSServer(t, cert, e.otherRec)
 	e.plain = httptest.NewServer(e.rec)
@@ -131,6 +133,7 @@ func TestDo(t *testing.T) {
 	}
 	dns := map[string][]netip.Addr{
 		hookHost:      {netip.MustParseAddr("127.0.0.1")},
+		serviceHost:   {netip.MustParseAddr("127.0.0.1")},
 		metadataHost:  {netip.MustParseAddr("169.254.169.254")},
 		metadata6Host: {netip.MustParseAddr("fd00:ec2::254")},
 	}
@@ -161,8 +164,11 @@ func TestDo(t *testing.T) {
 		// test servers' loopback address is allowed, as an operator's
 		// --webhook-allowed-cidrs would.
 		refuseLoopback bool
-		cancelled      bool
-		want           want
+		// service, when set, replaces url: the receiver named as a Service
+		// (its port set to the test server's).
+		service   *bindgatev1alpha1.ServiceReference
+		cancelled bool
+		want      want
 	}{
 		"success with CA bundle": {
 			url: "https://{srv}/ok", ca: "good",
@@ -170,6 +176,10 @@ func TestDo(t *testing.T) {
 		},
 		"hostname resolving to an allowed loopback address": {
 			url: "https://" + hookHost + ":{port}/ok", ca: "good", msgID: "msg-1",
+			want: want{status: 200, body: `{"ok":true}`, contentType: ContentTypeJSON, hits: 1, code: "200", attempted: true},
+		},
+		"service reference": {
+			service: &bindgatev1alpha1.ServiceReference{Namespace: "hooks", Name: "receiver", Path: "/ok"}, ca: "good", msgID: "msg-svc",
 			want: want{status: 200, body: `{"ok":true}`, contentType: ContentTypeJSON, hits: 1, code: "200", attempted: true},
 		},
 		"hostname resolving to loopback refused at dial by default": {
@@ -291,6 +301,15 @@ func TestDo(t *testing.T) {
 				URL:              e.expand(t, tc.url),
 				CABundle:         e.caBundle(tc.ca),
 				SigningSecretRef: tc.secretRef,
+			}
+			if tc.service != nil {
+				svc := *tc.service
+				port, err := strconv.Atoi(e.expand(t, "{port}"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				svc.Port = new(int32(port))
+				wh.URL, wh.Service = "", &svc
 			}
 			if tc.timeout > 0 {
 				wh.Timeout = &metav1.Duration{Duration: tc.timeout}

@@ -22,8 +22,11 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
 
 // ErrForbiddenDestination is wrapped by every error that refuses a webhook
@@ -143,4 +146,23 @@ func dialControl(d Destinations) func(network, address string, c syscall.RawConn
 		}
 		return d.check(ip)
 	}
+}
+
+// URLOf is the address a webhook is called at: its url, or for a Service
+// reference https://<name>.<namespace>.svc:<port><path> (port 443 and path
+// / by default), whose certificate must name <name>.<namespace>.svc.
+func URLOf(wh *bindgatev1alpha1.Webhook) string {
+	if wh.Service == nil {
+		return wh.URL
+	}
+	port := int32(443)
+	if wh.Service.Port != nil {
+		port = *wh.Service.Port
+	}
+	path := wh.Service.Path
+	if path == "" {
+		path = "/"
+	}
+	u := url.URL{Scheme: "https", Host: net.JoinHostPort(wh.Service.Name+"."+wh.Service.Namespace+".svc", strconv.Itoa(int(port))), Path: path}
+	return u.String()
 }

@@ -23,6 +23,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
 
 func TestValidateURL(t *testing.T) {
@@ -200,5 +202,26 @@ func checkErr(t *testing.T, err error, wantErr string, wantForbidden bool) {
 	}
 	if got := errors.Is(err, ErrForbiddenDestination); got != wantForbidden {
 		t.Errorf("errors.Is(err, ErrForbiddenDestination) = %v, want %v", got, wantForbidden)
+	}
+}
+
+func TestURLOf(t *testing.T) {
+	cases := map[string]struct {
+		wh   bindgatev1alpha1.Webhook
+		want string
+	}{
+		"url":                {wh: bindgatev1alpha1.Webhook{URL: "https://hooks.example.com/x"}, want: "https://hooks.example.com/x"},
+		"service, defaults":  {wh: bindgatev1alpha1.Webhook{Service: &bindgatev1alpha1.ServiceReference{Namespace: "ops", Name: "approver"}}, want: "https://approver.ops.svc:443/"},
+		"service, port+path": {wh: bindgatev1alpha1.Webhook{Service: &bindgatev1alpha1.ServiceReference{Namespace: "ops", Name: "approver", Port: new(int32(8443)), Path: "/permit/v1"}}, want: "https://approver.ops.svc:8443/permit/v1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, URLOf(&tc.wh)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if err := ValidateURL(URLOf(&tc.wh), Destinations{}); err != nil {
+				t.Errorf("ValidateURL: %v", err)
+			}
+		})
 	}
 }
