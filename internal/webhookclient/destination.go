@@ -98,7 +98,7 @@ func (d Destinations) check(ip netip.Addr) error {
 		}
 	}
 	for _, r := range refusedRanges {
-		if r.prefix.Contains(ip) && !(r.linkLocal && d.AllowLinkLocal) {
+		if r.prefix.Contains(ip) && (!r.linkLocal || !d.AllowLinkLocal) {
 			return fmt.Errorf("%w: refusing to call %s address %s", ErrForbiddenDestination, r.what, ip)
 		}
 	}

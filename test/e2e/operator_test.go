@@ -361,7 +361,8 @@ func buildOperator(t *testing.T) string {
 // freeLocalAddr is a loopback address with a port nothing listens on.
 func freeLocalAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
