@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -33,12 +34,16 @@ import (
 // an update that requeues the pod at once but cannot change its answer.
 func poke(t *testing.T, ns, name string) {
 	t.Helper()
-	p := getPod(t, ns, name)
-	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
-		Type: corev1.PodConditionType("test.bindgate.dev/Poke-" + uniq("x")), Status: corev1.ConditionTrue,
-		LastTransitionTime: metav1.Now(),
+	// The operator writes the pod's status too: retry on conflicts.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := getPod(t, ns, name)
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodConditionType("test.bindgate.dev/Poke-" + uniq("x")), Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.Now(),
+		})
+		return env.Client.Status().Update(context.Background(), p)
 	})
-	if err := env.Client.Status().Update(context.Background(), p); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }
