@@ -107,3 +107,56 @@ func TestRecordOnMissingPolicy(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestStatusFull: at the bound, Record refuses further reservations with
+// ErrStatusFull at once (no status write the API server would refuse, no
+// retry), the policy's ReservationsFull condition says so, and a release
+// makes room again.
+func TestStatusFull(t *testing.T) {
+	old := maxReservations
+	maxReservations = 3
+	t.Cleanup(func() { maxReservations = old })
+	ctx := context.Background()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "status-full"}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	l := New(env.Client, env.Client, nil)
+	for i := range 3 {
+		if err := l.Record(ctx, p.Name, res(fmt.Sprintf("p%d", i), "n1", "100m", false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := l.Writes()
+	err := l.Record(ctx, p.Name, res("p3", "n1", "100m", false))
+	if !errors.Is(err, ErrStatusFull) {
+		t.Fatalf("4th reservation: %v, want ErrStatusFull", err)
+	}
+	condition := func() string {
+		got := &bindgatev1alpha1.BindingPolicy{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == bindgatev1alpha1.ConditionReservationsFull {
+				return string(c.Status) + "/" + c.Reason + ": " + c.Message
+			}
+		}
+		return ""
+	}
+	if c := condition(); c != "True/MaxReservations: status.reservations holds 3 reservations, the most a policy's status may record (etcd's object size limit); further pods of this policy wait (refused 1) until some bind or are released" {
+		t.Errorf("condition %q", c)
+	}
+	if got := l.Writes() - writes; got != 1 {
+		t.Errorf("%d status writes for the refused reservation, want 1 (the condition)", got)
+	}
+	if err := l.ReleaseAndWait(ctx, p.Name, "uid-p0"); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(); c != "False/HasRoom: status.reservations holds 2 of at most 3 reservations" {
+		t.Errorf("after a release: condition %q", c)
+	}
+	if err := l.Record(ctx, p.Name, res("p3", "n1", "100m", false)); err != nil {
+		t.Errorf("after a release: %v", err)
+	}
+}
