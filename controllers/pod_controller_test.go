@@ -377,7 +377,13 @@ func TestTwoManagers(t *testing.T) {
 		eventually(t, 60*time.Second, "24 pods bound", func() (bool, error) { return countBound(t, ns) >= 24, nil })
 		time.Sleep(3 * time.Second) // nothing more may bind
 		if got := countBound(t, ns); got != 24 {
-			t.Fatalf("round %d: %d pods bound, want 24", round, got)
+			perNode := map[string][]string{}
+			for _, p := range listPods(t, ns) {
+				if p.Spec.NodeName != "" {
+					perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], p.Name)
+				}
+			}
+			t.Fatalf("round %d: %d pods bound, want 24; pods per node: %v", round, got, perNode)
 		}
 		assertNoOvercommit(t)
 		for _, p := range listPods(t, ns) {

@@ -231,6 +231,19 @@ func revalidate(c *cache.Cache, live, cached client.Reader) ledger.Validator {
 			c.AddRecorded(p.Name, &p.Status.Reservations[i], lookup)
 		}
 		lost := map[types.UID]error{}
+		// A pod another replica has recorded on another node is its: two
+		// replicas that placed the same pod must not both go on (the later
+		// record would overwrite the earlier one, and the node the other
+		// replica binds to would look free to this one).
+		recorded := make(map[types.UID]string, len(p.Status.Reservations))
+		for _, r := range p.Status.Reservations {
+			recorded[r.PodUID] = r.Node
+		}
+		for _, a := range adds {
+			if n, ok := recorded[a.PodUID]; ok && n != a.Node {
+				lost[a.PodUID] = fmt.Errorf("%w: pod %s/%s is already reserved on node %s", ledger.ErrLostRace, a.PodNamespace, a.PodName, n)
+			}
+		}
 		listed := map[string]bool{}
 		for _, a := range adds {
 			if listed[a.Node] {

@@ -522,7 +522,8 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 // is counted like a reservation released after its bind: until the informer
 // shows the pod (bound, terminal or deleted) or the grace passes, so a pod
 // deleted before this read cannot hold capacity for longer. Pods already
-// counted, unbound or terminal are left alone.
+// counted on that node, unbound or terminal are left alone; a pod counted on
+// another node (reserved there, then bound here by another replica) moves.
 func (c *Cache) CountBound(pod *corev1.Pod) {
 	if pod.Spec.NodeName == "" || isTerminal(pod) {
 		return
@@ -530,7 +531,14 @@ func (c *Cache) CountBound(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
-		return
+		if e.node == pod.Spec.NodeName {
+			return
+		}
+		// Counted elsewhere: this replica's (or a recorded) reservation of
+		// a pod that another replica bound to another node. The pod is
+		// where the API server says it is; left on the old node, the one
+		// it occupies would look free.
+		c.drop(pod.UID, e)
 	}
 	e := podEntry(pod.DeepCopy())
 	if err := c.sched.AssumePod(c.logger, e.pod); err != nil {

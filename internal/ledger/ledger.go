@@ -185,7 +185,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy)
 	results := make([]error, len(ops))
 	cur := last
-	for attempt := 0; ; attempt++ {
+	for {
 		if cur == nil {
 			cur = &bindgatev1alpha1.BindingPolicy{}
 			if err := l.reader.Get(ctx, types.NamespacedName{Name: policy}, cur); err != nil {
@@ -199,7 +199,13 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 				}
 				return nil, results
 			}
-			if attempt > 0 && l.validate != nil {
+			// Validate whenever the status was read afresh: after a conflict,
+			// and also on the first write for a policy (or after an error),
+			// when this process has not written the status it now extends.
+			// The cache that admitted the additions may not yet hold what
+			// another replica recorded (each new policy's first write would
+			// otherwise go unchecked).
+			if l.validate != nil {
 				var adds []*bindgatev1alpha1.Reservation
 				for i, o := range ops {
 					if o.add != nil && results[i] == nil {

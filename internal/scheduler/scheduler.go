@@ -483,14 +483,26 @@ func permittedCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// preBind checks, before the bind, that a reservation taken earlier (the
-// pod waited in Permit, or the reservation was loaded from a policy's
-// status) still holds: the pod's own reservation is taken out and kube-
-// scheduler's PreFilter and Filter plugins run for the node again, on the
-// cluster as it is now. A reservation taken in this cycle needs no check:
-// kube-scheduler binds on the same snapshot too.
+// preBind checks, before the bind, that a reservation this process placed
+// earlier (the pod waited in Permit) still holds: the pod's own
+// reservation is taken out and kube-scheduler's PreFilter and Filter
+// plugins run for the node again, on the cluster as it is now. A
+// reservation taken in this cycle needs no check: kube-scheduler binds on
+// the same snapshot too. A reservation this process did not place (loaded
+// from a policy's status: a restart, or another replica's) was checked when
+// it was made; it is only refused when its node is overcommitted now. It is
+// never taken out and released here: the replica that holds it may be
+// binding it this very moment, and releasing it would make its capacity
+// look free until the bind shows.
 func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, fresh bool) *framework.Status {
-	if _, ok := s.cycles.Load(pod.UID); ok && fresh {
+	_, placedHere := s.cycles.Load(pod.UID)
+	if placedHere && fresh {
+		return nil
+	}
+	if !placedHere {
+		if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
+			return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
+		}
 		return nil
 	}
 	res, held := s.Cache.Reserved(pod.UID)
