@@ -64,24 +64,7 @@ func hostPort(port int32) func(*podBuilder) {
 // returns the node of each pod ("" when unschedulable).
 func settled(t *testing.T, ns string, n int) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	eventually(t, 30*time.Second, fmt.Sprintf("%d pods bound or unschedulable", n), func() (bool, error) {
-		pods := listPods(t, ns)
-		clear(out)
-		for _, p := range pods {
-			c := podCondition(&p, corev1.PodScheduled)
-			switch {
-			case p.Spec.NodeName != "":
-				out[p.Name] = p.Spec.NodeName
-			case c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
-				out[p.Name] = ""
-			default:
-				return false, nil
-			}
-		}
-		return len(out) == n, nil
-	})
-	return out
+	return settledFor(t, ns, n, 30*time.Second)
 }
 
 // counts sorts the per-domain counts of bound pods.
