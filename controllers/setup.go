@@ -163,6 +163,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return err
 	}
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c, mgr.GetAPIReader(), mgr.GetClient()))
+	// Several replicas may be active at once: every record is checked
+	// against the status and the pods bound on its node.
+	l.ValidateEveryWrite = opts.DurableAll()
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}

@@ -75,6 +75,10 @@ type Ledger struct {
 	client   client.Client
 	reader   client.Reader // uncached reads after a conflict
 	validate Validator
+	// ValidateEveryWrite runs the validator before every write, not only
+	// after reading the status afresh. Set it when several replicas may be
+	// active at once (leader election off).
+	ValidateEveryWrite bool
 
 	mu     sync.Mutex
 	queues map[string]*policyQueue
@@ -186,6 +190,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 	results := make([]error, len(ops))
 	cur := last
 	for {
+		fresh := false
 		if cur == nil {
 			cur = &bindgatev1alpha1.BindingPolicy{}
 			if err := l.reader.Get(ctx, types.NamespacedName{Name: policy}, cur); err != nil {
@@ -199,19 +204,24 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 				}
 				return nil, results
 			}
-			// Validate whenever the status was read afresh: after a conflict,
-			// and also on the first write for a policy (or after an error),
-			// when this process has not written the status it now extends.
-			// The cache that admitted the additions may not yet hold what
-			// another replica recorded (each new policy's first write would
-			// otherwise go unchecked).
-			if l.validate != nil {
-				var adds []*bindgatev1alpha1.Reservation
-				for i, o := range ops {
-					if o.add != nil && results[i] == nil {
-						adds = append(adds, o.add)
-					}
+			fresh = true
+		}
+		// Validate whenever the status was read afresh (after a conflict,
+		// or on the first write for a policy, when this process has not
+		// written the status it extends), and on every write when
+		// ValidateEveryWrite is set: with several active replicas, a write
+		// that does not conflict only proves that nobody wrote the status
+		// since, not that this process's informers have seen the pods
+		// another replica bound (and already released) on the nodes it now
+		// reserves on.
+		if l.validate != nil && (fresh || l.ValidateEveryWrite) {
+			var adds []*bindgatev1alpha1.Reservation
+			for i, o := range ops {
+				if o.add != nil && results[i] == nil {
+					adds = append(adds, o.add)
 				}
+			}
+			if len(adds) > 0 {
 				lost := l.validate(ctx, cur, adds)
 				for i, o := range ops {
 					if o.add != nil && results[i] == nil {
