@@ -303,6 +303,12 @@ func (s *Scheduler) setPodScheduledFalse(ctx context.Context, pod *corev1.Pod, r
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == msg {
 			return nil
 		}
+		// A pod told it is stranded (pinned where it can no longer bind)
+		// keeps that, more specific, reason while it stays unschedulable:
+		// rewriting the fit summary over it every cycle would hide what to do.
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonStranded && reason == corev1.PodReasonUnschedulable {
+			return nil
+		}
 	}
 	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventFailedScheduling, "Scheduling", msg)
 	return s.SetPodCondition(ctx, pod, corev1.PodCondition{
