@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/controllers"
 	"github.com/bindgate/bindgate/internal/permit"
 )
 
@@ -285,4 +287,54 @@ func TestWaitForFirstConsumerWithoutCondition(t *testing.T) {
 	if pvc.Status.Phase != corev1.ClaimBound {
 		t.Errorf("claim phase %s, want Bound", pvc.Status.Phase)
 	}
+}
+
+// TestWaitForFirstConsumerAfterRestart: a pod with an unbound WFFC claim
+// whose reservation was recorded before a restart (it waited for another
+// controller's gate) has its claim provisioned for the reserved node before
+// the new leader binds it, as if it had been placed by this process: the
+// reservation is checked again and VolumeBinding's PreBind runs.
+func TestWaitForFirstConsumerAfterRestart(t *testing.T) {
+	pol := uniq("wffc-restart")
+	pool(t, pol)
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	class := wffcClass(t)
+	ns := namespace(t, nil)
+	createClaim(t, ns, "data", class, "")
+	newPod(ns, "p").policy(pol).claim("data").gate("example.com/hold").create(t)
+	leader := func(o *controllers.Options) { o.LeaderElection = true }
+	stop := startManager(t, 4, leader)
+	waitReady(t, pol)
+	var reserved string
+	eventually(t, 20*time.Second, "reservation recorded", func() (bool, error) {
+		for _, r := range getPolicy(t, pol).Status.Reservations {
+			if r.PodNamespace == ns && r.PodName == "p" {
+				reserved = r.Node
+			}
+		}
+		return reserved != "", nil
+	})
+	stop()
+	// The other controller lifts its gate while no operator runs.
+	p := getPod(t, ns, "p")
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: bindgatev1alpha1.SchedulingGate}}
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, 4, leader)
+	eventually(t, 20*time.Second, "selected-node annotation after the restart", func() (bool, error) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "data"}, pvc); err != nil {
+			return false, err
+		}
+		if n := getPod(t, ns, "p").Spec.NodeName; n != "" {
+			return false, fmt.Errorf("pod bound to %s before its claim was provisioned", n)
+		}
+		return pvc.Annotations[permit.AnnSelectedNode] == reserved, nil
+	})
+	provision(t, ns, "data", reserved)
+	eventually(t, 15*time.Second, "pod bound to the reserved node", func() (bool, error) {
+		return getPod(t, ns, "p").Spec.NodeName == reserved, nil
+	})
+	waitReservationsEmpty(t, pol)
 }

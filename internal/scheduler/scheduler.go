@@ -83,6 +83,10 @@ type Scheduler struct {
 	// replicas may run without leader election: the ledger's optimistic
 	// concurrency is then what keeps them from double-booking a node.
 	DurableAlways bool
+	// SoleReplica says no other replica schedules at the same time (leader
+	// election): a reservation loaded from a policy's status (a restart) is
+	// this process's to check again, release and bind.
+	SoleReplica bool
 	// UngateMethod is how the gate is lifted: a merge patch (the zero
 	// value), or a whole-pod update when the API server is not newer than
 	// this binary (bind.MethodFor).
@@ -489,23 +493,26 @@ func permittedCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-// preBind checks, before the bind, that a reservation this process placed
-// earlier (the pod waited in Permit) still holds: the pod's own
-// reservation is taken out and kube-scheduler's PreFilter and Filter
-// plugins run for the node again, on the cluster as it is now. A
+// preBind checks, before the bind, that a reservation taken earlier (the
+// pod waited in Permit, or it was loaded from a policy's status after a
+// restart) still holds: the pod's own reservation is taken out and
+// kube-scheduler's PreFilter and Filter plugins run for the node again, on
+// the cluster as it is now; that also rebuilds the plugins' state a restart
+// lost, so VolumeBinding's PreBind provisions the pod's claims. A
 // reservation taken in this cycle needs no check: kube-scheduler binds on
-// the same snapshot too. A reservation this process did not place (loaded
-// from a policy's status: a restart, or another replica's) was checked when
-// it was made; it is only refused when its node is overcommitted now. It is
-// never taken out and released here: the replica that holds it may be
-// binding it this very moment, and releasing it would make its capacity
-// look free until the bind shows.
+// the same snapshot too.
+//
+// With several active replicas (no leader election), a reservation this
+// process did not place may be another replica's, which may be binding it
+// this very moment: it is only refused when its node is overcommitted now,
+// never taken out and released here (that would make its capacity look
+// free until the bind shows).
 func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, fresh bool) *framework.Status {
 	_, placedHere := s.cycles.Load(pod.UID)
 	if placedHere && fresh {
 		return nil
 	}
-	if !placedHere {
+	if !placedHere && !s.SoleReplica {
 		if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
 			return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
 		}

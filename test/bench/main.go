@@ -118,7 +118,7 @@ func main() {
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
 		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,ungate+kube-scheduler,raw-bind", "Comma-separated contenders to run.")
-		pprof     = flag.String("pprof", "", "Write a 10s CPU profile of bindgate's first run to this file.")
+		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
 	)
@@ -427,8 +427,8 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 		if rc.pprof != "" {
 			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")
 			go func() {
-				time.Sleep(2 * time.Second)
-				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=10").CombinedOutput()
+				time.Sleep(time.Second)
+				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=3").CombinedOutput()
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "pprof: %v\n%s", err, out)
 				}
