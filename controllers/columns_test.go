@@ -73,7 +73,7 @@ func TestPolicyStatusCountsAndColumns(t *testing.T) {
 	pol := uniq("counted")
 	pool(t, pol, withPermit(approvedExpr, time.Minute, bindgatev1alpha1.PermitTimeoutReject), func(p *bindgatev1alpha1.BindingPolicy) {
 		p.Spec.Priority = 7
-		p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		p.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse("2")}}
 	})
 	idle := uniq("idle")
 	pool(t, idle)

@@ -219,7 +219,7 @@ func TestFilterTable(t *testing.T) {
 		"capacity budget: exhausted": {
 			nodes: []nodeSpec{{"a", nil}},
 			policy: func(p *bindgatev1alpha1.BindingPolicy) {
-				p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+				p.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse("1")}}
 			},
 			existing: []func(ns, policy string) *podBuilder{
 				func(ns, p string) *podBuilder { return newPod(ns, "first").policy(p).req(corev1.ResourceCPU, "800m") },

@@ -200,7 +200,7 @@ func TestTenantCannotSteerStarveOrSpoof(t *testing.T) {
 	})
 	pool(t, teamB, func(p *bindgatev1alpha1.BindingPolicy) {
 		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": teamB}}
-		p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		p.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse("2")}}
 		p.Spec.PostBind = []bindgatev1alpha1.PostBindWebhook{rec.hook("audit", 3)}
 	})
 	newNode(uniq(teamA)).label("pool", teamA).create(t)

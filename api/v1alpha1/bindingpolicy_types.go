@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -105,10 +106,10 @@ type BindingPolicySpec struct {
 	// capacity is the most this policy may hold at once, counting both the
 	// reservations it holds and the pods it has bound that are not yet
 	// terminated. Resources not listed are not capped.
+	// Each value is a quantity such as 500m or 2Gi, not negative.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="spec.capacity quantities must not be negative",messageExpression="'spec.capacity.' + self.filter(k, string(self[k]).startsWith('-'))[0] + ' must not be negative'"
-	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	Capacity map[corev1.ResourceName]CapacityQuantity `json:"capacity,omitempty"`
 
 	// permit lists the conditions that must all approve before a reserved pod
 	// is bound, and how long the pod may wait for them.
@@ -127,6 +128,20 @@ type BindingPolicySpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	PostBind []PostBindWebhook `json:"postBind,omitempty"`
+}
+
+// CapacityQuantity is a quantity such as 500m, 2Gi or 8, not negative.
+// +kubebuilder:validation:Type=""
+// +kubebuilder:validation:XIntOrString
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:XValidation:rule="type(self) == int || isQuantity(self)",message="must be a quantity such as 500m or 2Gi"
+// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : !isQuantity(self) || !quantity(self).isLessThan(quantity('0'))",message="must not be negative"
+type CapacityQuantity struct {
+	// Quantity is the value. It reads and writes JSON as a Quantity does (a
+	// number, or a string such as "500m"); the schema above replaces the
+	// quantity regex controller-gen would emit, so that the API server names
+	// the resource and says what a quantity looks like.
+	resource.Quantity `json:"-"`
 }
 
 // Scoring chooses how feasible nodes are ranked.

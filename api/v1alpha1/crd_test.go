@@ -26,6 +26,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -125,6 +126,38 @@ spec:
 	}
 }
 
+// TestCapacityRoundTrip checks that capacity values written as numbers and
+// as strings are accepted and read back as the quantities they name.
+func TestCapacityRoundTrip(t *testing.T) {
+	u := decode(t, `
+apiVersion: scheduling.bindgate.dev/v1alpha1
+kind: BindingPolicy
+metadata: {generateName: capacity-}
+spec:
+  capacity: {cpu: 2, memory: "4Gi", nvidia.com/gpu: "0", ephemeral-storage: 1.5e3}
+`)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
+	got := &bindgatev1alpha1.BindingPolicy{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: u.GetName()}, got); err != nil {
+		t.Fatal(err)
+	}
+	gotValues := map[string]string{}
+	for name, q := range got.Spec.Capacity {
+		gotValues[string(name)] = q.String()
+	}
+	want := map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "0", "ephemeral-storage": "1500"}
+	if diff := cmp.Diff(want, gotValues); diff != "" {
+		t.Errorf("capacity read back (-want +got):\n%s", diff)
+	}
+	if err := env.Client.Update(ctx, got); err != nil {
+		t.Errorf("writing the typed policy back: %v", err)
+	}
+}
+
 // TestInvalidPoliciesAreRefused submits invalid policies and checks that the
 // API server refuses each with an error that names the offending field.
 func TestInvalidPoliciesAreRefused(t *testing.T) {
@@ -133,6 +166,8 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 		// want are substrings of the API server's error: the field path and
 		// the gist of the message.
 		want []string
+		// refuse are substrings the error must not contain.
+		refuse []string
 	}{
 		"one-of: expression and gang": {
 			spec: `permit: {conditions: [{name: a, expression: "true", gang: {minMember: 2}}]}`,
@@ -208,7 +243,20 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 		},
 		"negative capacity": {
 			spec: `capacity: {cpu: "2", memory: "-4Gi"}`,
-			want: []string{"spec.capacity.memory must not be negative"},
+			want: []string{"spec.capacity[memory]: Invalid value", "must not be negative"},
+		},
+		"negative integer capacity": {
+			spec: `capacity: {pods: -3}`,
+			want: []string{"spec.capacity[pods]: Invalid value", "must not be negative"},
+		},
+		"capacity that is not a quantity": {
+			spec:   `capacity: {cpu: "lots", memory: "2Gi"}`,
+			want:   []string{"spec.capacity[cpu]: Invalid value", "must be a quantity such as 500m or 2Gi"},
+			refuse: []string{"should match", "[0-9]"},
+		},
+		"capacity value too long": {
+			spec: `capacity: {cpu: "` + strings.Repeat("1", 65) + `"}`,
+			want: []string{"spec.capacity.cpu", "Too long: may not be more than 64 bytes"},
 		},
 		"priority below 0": {
 			spec: `priority: -1`,
@@ -297,6 +345,12 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 					t.Errorf("error does not contain %q:\n%v", w, err)
 				}
 			}
+			for _, r := range tc.refuse {
+				if strings.Contains(err.Error(), r) {
+					t.Errorf("error contains %q:\n%v", r, err)
+				}
+			}
+			t.Log(err)
 		})
 	}
 	if len(cases) < 20 {

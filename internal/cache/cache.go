@@ -447,7 +447,7 @@ func (c *Cache) exceedsBudgetLocked(policy *bindgatev1alpha1.BindingPolicy, req 
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	var out []string
 	for _, name := range names {
-		limit := policy.Spec.Capacity[name]
+		limit := policy.Spec.Capacity[name].Quantity
 		have, need := usedList[name], want[name]
 		if need.IsZero() {
 			continue

@@ -234,7 +234,7 @@ func TestBudget(t *testing.T) {
 	c := New(context.Background(), nil)
 	c.UpsertNode(testNode("n1", "8"))
 	pol := testPolicy.DeepCopy()
-	pol.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	pol.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse("2")}}
 	a, b := testPod("a", "1500m"), testPod("b", "1")
 	if err := c.Reserve(a, framework.PodRequests(a), "n1", pol, time.Time{}); err != nil {
 		t.Fatal(err)

@@ -99,7 +99,7 @@ func withStrategy(s bindgatev1alpha1.ScoringStrategyType) func(*bindgatev1alpha1
 
 func withCapacity(cpu string) func(*bindgatev1alpha1.BindingPolicy) {
 	return func(p *bindgatev1alpha1.BindingPolicy) {
-		p.Spec.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		p.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse(cpu)}}
 	}
 }
 
