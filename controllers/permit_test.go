@@ -216,6 +216,8 @@ var typedExpressions = map[string]struct{ expr, wantErr string }{
 	"not a bool":               {`node.metadata.name`, "the expression must evaluate to a bool, not string"},
 	"optional field with has":  {`!has(pod.spec.nodeName) || pod.spec.nodeName == node.metadata.name`, ""},
 	"optional field with ?.":   {`node.metadata.labels[?'zone'].orValue('') == 'a'`, ""},
+	"cost: a list in a list":   {`pod.spec.containers.all(c, !has(c.env) || c.env.all(e, e.name != 'DEBUG'))`, ""},
+	"cost: every pair":         {`pod.spec.containers.all(c, pod.spec.containers.all(d, c.name == d.name || c.image != d.image))`, "estimated worst-case cost 6.92e+17 exceeds the limit 1e+15"},
 }
 
 // TestPermitInvalidExpression runs without the admission webhook (as the

@@ -206,9 +206,12 @@ type PermitCondition struct {
 	// variables are typed by the OpenAPI schemas of Pod, Node and
 	// BindingPolicy: an unknown field or a type mismatch does not compile
 	// (refused at admission by the webhook; otherwise the policy turns
-	// Ready=False, InvalidExpression). Fields that may be unset need has()
-	// or the ?. operator. Evaluation errors count as waiting, with the
-	// error as the reason.
+	// Ready=False, InvalidExpression), and so is an expression whose
+	// estimated worst-case cost exceeds 1e15 (work that grows with the
+	// square of the object, such as comparing every pair of containers).
+	// Fields that may be unset need has() or the ?. operator. Evaluation
+	// errors, including the runtime cost limit of 1e6, count as waiting,
+	// with the error as the reason.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096

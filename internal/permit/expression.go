@@ -19,7 +19,8 @@ limitations under the License.
 // `policy` that must evaluate to true. Expressions are compiled with the
 // Kubernetes CEL environment (the libraries of ValidatingAdmissionPolicy),
 // each variable typed by its OpenAPI schema as ValidatingAdmissionPolicy's
-// type checker types `object`, once per policy generation, and evaluated
+// type checker types `object`, once per policy generation; an expression
+// whose estimated worst-case cost is too high is refused, and evaluation runs
 // under a cost limit.
 package permit
 
@@ -31,11 +32,13 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
@@ -43,10 +46,20 @@ import (
 
 // CostLimit bounds the runtime cost of one evaluation (the unit of
 // Kubernetes' CEL cost model): the per-call limit of ValidatingAdmissionPolicy.
-// As there, no static estimate is enforced: Pod and Node declare no maxItems
-// or maxLength, so the worst case the schemas allow (a 3 MiB object) would
-// refuse ordinary expressions such as a check over every container.
 const CostLimit = celconfig.PerCallLimit
+
+// EstimatedCostLimit bounds the worst-case cost of an expression, estimated
+// when it is compiled with the API server's CEL cost estimator (sizes from
+// the schemas, as the API server sizes CRD validation rules). Pod and Node
+// declare no maxItems or maxLength, so every list and string is sized only by
+// the 3 MiB request limit, and expressions whose work grows linearly with the
+// object estimate up to about 2e13: a pass over a list with a string or
+// quantity function per element (3e12 for a regex over every image), a list
+// inside a list (every container's env, 7e12). The limit sits between those
+// and the expressions whose work grows with the square of the object:
+// every pair of containers (7e17), a list joined into one string (2e18).
+// The runtime CostLimit still stops any single evaluation.
+const EstimatedCostLimit uint64 = 1_000_000_000_000_000
 
 // RecheckAfter is how long a pod whose expression is false (or failed) waits
 // at most before the expression is evaluated again. Pod updates re-run it at
@@ -107,11 +120,76 @@ func compileExpression(expr string, stored bool) (cel.Program, error) {
 	if !ast.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("the expression must evaluate to a bool, not %s", ast.OutputType())
 	}
+	if !stored {
+		if err := checkCost(env, ast); err != nil {
+			return nil, err
+		}
+	}
 	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, fmt.Errorf("building the program: %w", err)
 	}
 	return prg, nil
+}
+
+// checkCost refuses an expression whose estimated worst-case cost exceeds
+// EstimatedCostLimit.
+func checkCost(env *cel.Env, ast *cel.Ast) error {
+	_, vars, err := envs()
+	if err != nil {
+		return err
+	}
+	roots := make(map[string]*apiservercel.DeclType, len(vars))
+	for _, v := range vars {
+		roots[v.name] = v.decl
+	}
+	est, err := env.EstimateCost(ast, &library.CostEstimator{SizeEstimator: sizeEstimator(roots)})
+	if err != nil {
+		return fmt.Errorf("estimating the cost: %w", err)
+	}
+	if est.Max > EstimatedCostLimit {
+		return fmt.Errorf("estimated worst-case cost %.3g exceeds the limit %.0e by a factor of %.3g "+
+			"(avoid work that grows with the square of the object, such as comparing every pair of list items or joining a list into one string)",
+			float64(est.Max), float64(EstimatedCostLimit), float64(est.Max)/float64(EstimatedCostLimit))
+	}
+	return nil
+}
+
+// sizeEstimator sizes the variables and their fields from their CEL
+// declarations, as the API server's estimator does for a CRD's self.
+type sizeEstimator map[string]*apiservercel.DeclType
+
+func (roots sizeEstimator) EstimateSize(element checker.AstNode) *checker.SizeEstimate {
+	path := element.Path()
+	if len(path) == 0 {
+		return nil
+	}
+	node := roots[path[0]]
+	if node == nil {
+		return nil
+	}
+	for _, name := range path[1:] {
+		switch name {
+		case "@items", "@values":
+			node = node.ElemType
+		case "@keys":
+			node = node.KeyType
+		default:
+			field, ok := node.Fields[name]
+			if !ok {
+				return nil
+			}
+			node = field.Type
+		}
+		if node == nil {
+			return nil
+		}
+	}
+	return &checker.SizeEstimate{Min: 0, Max: uint64(node.MaxElements)}
+}
+
+func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // Compile checks every expression condition of the policy. The error names
