@@ -319,3 +319,86 @@ func TestProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluate checks the per-node verdicts explain shows: each refused
+// node under the first plugin that refused it, and the feasible nodes'
+// scores per plugin, best first, agreeing with SelectNode's choice.
+func TestEvaluate(t *testing.T) {
+	type verdict struct{ Plugin, Reason string }
+	cases := map[string]struct {
+		nodes        []*corev1.Node
+		bound        []*corev1.Pod
+		policy       *bindgatev1alpha1.BindingPolicy
+		pod          *corev1.Pod
+		wantRefused  map[string]verdict
+		wantFeasible []string
+	}{
+		"selector, resources and anti-affinity": {
+			nodes: []*corev1.Node{
+				node("other").obj(), node("full").label("pool", "p").obj(),
+				node("taken").label("pool", "p").obj(), node("free").label("pool", "p").obj(), node("half").label("pool", "p").obj(),
+			},
+			bound:  []*corev1.Pod{pod("on-full", "4", "full"), antiAffine(pod("db-0", "100m", "taken"), "db"), pod("on-half", "2", "half")},
+			policy: policy(withNodeSelector("pool", "p")),
+			pod:    antiAffine(pod("db-1", "1", ""), "db"),
+			wantRefused: map[string]verdict{
+				"other": {PolicyNodeSelectorName, ErrReasonPolicyNodeSelector},
+				"full":  {names.NodeResourcesFit, "Insufficient cpu"},
+				"taken": {names.InterPodAffinity, "node(s) didn't match pod anti-affinity rules"},
+			},
+			wantFeasible: []string{"free", "half"},
+		},
+		"capacity refuses every node the other plugins accept": {
+			nodes:  []*corev1.Node{node("a").obj(), node("b").unschedulable().obj()},
+			bound:  nil,
+			policy: policy(withCapacity("500m")),
+			pod:    pod("big", "1", ""),
+			wantRefused: map[string]verdict{
+				"a": {PolicyCapacityName, "policy p capacity exhausted for cpu: 0/500m used"},
+				"b": {names.NodeUnschedulable, "node(s) were unschedulable"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, _ := newPlacer(t, 0, tc.nodes, tc.bound)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p.Lock()
+			ev, err := p.Evaluate(ctx, tc.pod, tc.policy)
+			p.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]verdict{}
+			for n, st := range ev.Refused {
+				got[n] = verdict{st.Plugin(), st.Message()}
+			}
+			if diff := cmp.Diff(tc.wantRefused, got); diff != "" {
+				t.Errorf("refused nodes (-want +got):\n%s", diff)
+			}
+			var feasible []string
+			for _, s := range ev.Scores {
+				feasible = append(feasible, s.Name)
+				var sum int64
+				for _, ps := range s.Scores {
+					sum += ps.Score
+				}
+				if sum != s.TotalScore || len(s.Scores) == 0 {
+					t.Errorf("node %s: plugin scores %v do not add up to %d", s.Name, s.Scores, s.TotalScore)
+				}
+			}
+			if diff := cmp.Diff(tc.wantFeasible, feasible); diff != "" {
+				t.Errorf("feasible nodes, best first (-want +got):\n%s", diff)
+			}
+			if ev.NumNodes != len(tc.nodes) {
+				t.Errorf("NumNodes = %d, want %d", ev.NumNodes, len(tc.nodes))
+			}
+			if len(tc.wantFeasible) > 0 {
+				if chosen, _ := selectNode(t, p, tc.pod, tc.policy); chosen != tc.wantFeasible[0] {
+					t.Errorf("SelectNode chose %q, Evaluate ranks %q first", chosen, tc.wantFeasible[0])
+				}
+			}
+		})
+	}
+}
