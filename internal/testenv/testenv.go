@@ -127,7 +127,12 @@ func (e *Env) Stop() error {
 	if e.Kubeconfig != "" {
 		_ = os.RemoveAll(filepath.Dir(e.Kubeconfig))
 	}
-	return e.env.Stop()
+	dir, owned := e.restartableDir()
+	err := e.env.Stop()
+	if owned == nil {
+		_ = os.RemoveAll(dir)
+	}
+	return err
 }
 
 // Main is a package's TestMain body: it starts a control plane into *env,

@@ -1,0 +1,110 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+const restartableDirPrefix = "bindgate-apiserver-"
+
+// WithRestartableAPIServer keeps the API server's certificates (serving
+// and client CA) and its port in a directory of the Env's own, so that
+// RestartAPIServer brings it back with the same ones: envtest generates new
+// ones on every start when it made the directory itself, which would break
+// every client of the first.
+func WithRestartableAPIServer() Option {
+	return func(env *envtest.Environment) {
+		dir, err := os.MkdirTemp("", restartableDirPrefix)
+		if err != nil {
+			panic(fmt.Sprintf("creating the API server's certificate directory: %v", err))
+		}
+		env.ControlPlane.GetAPIServer().CertDir = dir
+	}
+}
+
+func (e *Env) restartableDir() (string, error) {
+	dir := e.env.ControlPlane.GetAPIServer().CertDir
+	if !strings.HasPrefix(filepath.Base(dir), restartableDirPrefix) {
+		return "", errors.New("the API server was not started WithRestartableAPIServer")
+	}
+	return dir, nil
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling restart
+// does) and starts it again on the same port with the same certificates
+// and the same etcd. It returns once the new one is healthy.
+func (e *Env) RestartAPIServer() error {
+	if _, err := e.restartableDir(); err != nil {
+		return err
+	}
+	api := e.env.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
+}
+
+// SignalAPIServer sends sig to the kube-apiserver process (SIGSTOP then
+// SIGCONT freezes it: connections stay open, nothing answers).
+func (e *Env) SignalAPIServer(sig syscall.Signal) error {
+	dir, err := e.restartableDir()
+	if err != nil {
+		return err
+	}
+	pid, err := findProcess("--cert-dir=" + dir)
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// findProcess returns the process whose command line has arg.
+func findProcess(arg string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("listing processes: %w", err)
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		for _, a := range bytes.Split(cmdline, []byte{0}) {
+			if string(a) == arg {
+				return pid, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no process has %s", arg)
+}
