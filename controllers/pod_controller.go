@@ -291,7 +291,7 @@ func (r *PodReconciler) setMatched(ctx context.Context, pod *corev1.Pod, status 
 	} else {
 		r.Scheduler.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Matching", msg)
 	}
-	return r.Scheduler.SetPodCondition(ctx, pod, corev1.PodCondition{
+	return r.Scheduler.Conditions().Set(ctx, pod, corev1.PodCondition{
 		Type: bindgatev1alpha1.PodConditionPolicyMatched, Status: status, Reason: reason, Message: msg,
 	})
 }

@@ -96,7 +96,7 @@ func (r *PodReconciler) recoverStranded(ctx context.Context, pod *corev1.Pod, wh
 		}
 	}
 	r.Scheduler.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, bindgatev1alpha1.ReasonStranded, "Recover", msg)
-	return r.Scheduler.SetPodCondition(ctx, pod, corev1.PodCondition{
+	return r.Scheduler.Conditions().Set(ctx, pod, corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: bindgatev1alpha1.ReasonStranded, Message: msg,
 	})
 }

@@ -167,7 +167,7 @@ func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState
 func (s *Scheduler) gangWait(ctx context.Context, cond string, members []*corev1.Pod, msg string) Outcome {
 	full := cond + ": " + msg
 	for _, m := range members {
-		if err := s.setPermitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, full); err != nil {
+		if err := s.Conditions().Permitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, full); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Recording the gang wait", "pod", klog.KObj(m))
 		}
 	}
@@ -199,12 +199,12 @@ func (s *Scheduler) releaseGang(ctx context.Context, state *framework.CycleState
 		if res, held := s.Cache.Reserved(m.UID); held && res.Policy == state.Policy.Name {
 			s.unreserve(ctx, state, m, res.Node)
 			msg := fmt.Sprintf("released with gang %s: the permit wait of %s timed out", group, pod.Name)
-			if err := s.setPermitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
+			if err := s.Conditions().Permitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Recording the gang timeout", "pod", klog.KObj(m))
 			}
 			if permit.OnTimeout(state.Policy) == bindgatev1alpha1.PermitTimeoutReject {
 				s.holdAfterReject(m, state.Policy)
-				_ = s.setPodScheduledFalse(ctx, m, corev1.PodReasonUnschedulable, msg)
+				_ = s.Conditions().NotScheduled(ctx, m, corev1.PodReasonUnschedulable, msg)
 			} else {
 				s.holdAfterPermitTimeout(m.UID)
 			}

@@ -22,7 +22,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,12 +47,13 @@ import (
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
+	"github.com/bindgate/bindgate/internal/podcondition"
 )
 
 // Event reasons, as kube-scheduler uses them.
 const (
 	EventScheduled        = "Scheduled"
-	EventFailedScheduling = "FailedScheduling"
+	EventFailedScheduling = podcondition.EventFailedScheduling
 	EventNoPolicy         = "NoPolicy"
 )
 
@@ -109,6 +109,10 @@ type Scheduler struct {
 	// cycles maps a pod UID to the placement.Cycle of its reservation: the
 	// plugins' state that Reserve, Unreserve and PreBind need again.
 	cycles sync.Map
+	// waits maps the UID of a pod waiting in Permit to the deadline its
+	// PermitWaiting event announced: a new deadline (a new reservation) is
+	// a new wait.
+	waits sync.Map
 }
 
 // Outcome tells the controller what happened and when to look again.
@@ -294,47 +298,15 @@ func (s *Scheduler) forgetCycle(ctx context.Context, pod *corev1.Pod) {
 // unschedulable reports a pod that fits nowhere: event, PodScheduled=False.
 func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) (Outcome, error) {
 	ctrl.LoggerFrom(ctx).V(2).Info("Unable to schedule pod", "pod", klog.KObj(pod), "reason", msg)
-	if err := s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
+	if err := s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
 		return Outcome{Result: metrics.ResultError}, err
 	}
 	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, nil
 }
 
-// setPodScheduledFalse writes PodScheduled=False with reason and message and
-// emits FailedScheduling, unless the pod already says exactly that.
-func (s *Scheduler) setPodScheduledFalse(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == msg {
-			return nil
-		}
-		// A pod told it is stranded (pinned where it can no longer bind)
-		// keeps that, more specific, reason while it stays unschedulable:
-		// rewriting the fit summary over it every cycle would hide what to do.
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonStranded && reason == corev1.PodReasonUnschedulable {
-			return nil
-		}
-	}
-	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventFailedScheduling, "Scheduling", msg)
-	return s.SetPodCondition(ctx, pod, corev1.PodCondition{
-		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: msg,
-	})
-}
-
-// SetPodCondition writes one pod condition (merged by type).
-func (s *Scheduler) SetPodCondition(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) error {
-	cond.LastTransitionTime = metav1.NewTime(s.Clock.Now())
-	patch := map[string]any{
-		"status": map[string]any{"conditions": []corev1.PodCondition{cond}},
-	}
-	raw, err := jsonMarshal(patch)
-	if err != nil {
-		return err
-	}
-	err = s.Client.Status().Patch(ctx, pod, client.RawPatch("application/strategic-merge-patch+json", raw))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("setting pod condition %s: %w", cond.Type, err)
-	}
-	return nil
+// Conditions returns the writer of the pod conditions.
+func (s *Scheduler) Conditions() *podcondition.Writer {
+	return &podcondition.Writer{Client: s.Client, Clock: s.Clock, Recorder: s.Recorder}
 }
 
 // Event reasons of the permit phase.
@@ -359,9 +331,9 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	if len(plugins) == 0 {
 		// A pod that waited under another policy (since deleted) or an
 		// earlier generation must not keep saying so once bound.
-		if c := permittedCondition(pod); c != nil && c.Status != corev1.ConditionTrue {
+		if c := podcondition.Get(pod, bindgatev1alpha1.PodConditionPermitted); c != nil && c.Status != corev1.ConditionTrue {
 			msg := fmt.Sprintf("BindingPolicy %s has no permit conditions", state.Policy.Name)
-			if err := s.setPermitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, msg); err != nil {
+			if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, msg); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
 			}
 		}
@@ -392,10 +364,10 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 			s.unreserve(ctx, state, pod, node.Name)
 			s.observePermit(policy, metrics.PermitRejected, reservedAt)
 			s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventPermitRejected, "Permit", msg)
-			if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonRejected, msg); err != nil {
+			if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonRejected, msg); err != nil {
 				log.Error(err, "Recording the permit rejection", "pod", klog.KObj(pod))
 			}
-			_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
+			_ = s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg)
 			return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, true
 		}
 	}
@@ -403,7 +375,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	if len(pending) == 0 {
 		s.permitHolds.Delete(pod.UID)
 		s.observePermit(policy, metrics.PermitAllowed, reservedAt)
-		if err := s.setPermitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, "All permit conditions approved"); err != nil {
+		if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, "All permit conditions approved"); err != nil {
 			log.Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
 		}
 		return Outcome{}, false
@@ -413,9 +385,10 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		return s.permitTimeout(ctx, state, pod, node, msg, reservedAt), true
 	}
 
-	cur := permittedCondition(pod)
+	cur := podcondition.Get(pod, bindgatev1alpha1.PodConditionPermitted)
+	announced, ok := s.waits.Load(pod.UID)
 	if cur == nil || cur.Status != corev1.ConditionFalse || cur.Reason != bindgatev1alpha1.ReasonWaiting ||
-		cur.LastTransitionTime.Time.Before(reservedAt.Truncate(time.Second)) {
+		!ok || !announced.(time.Time).Equal(deadline) {
 		// A new wait: make the deadline durable first, then report it.
 		dl := metav1.NewTime(deadline)
 		r := &bindgatev1alpha1.Reservation{
@@ -433,8 +406,9 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		}
 		s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventPermitWaiting, "Permit",
 			"Waiting on node %s until %s for permit conditions: %s", node.Name, deadline.UTC().Format(time.RFC3339), msg)
+		s.waits.Store(pod.UID, deadline)
 	}
-	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
+	if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
 		log.Error(err, "Recording the permit wait", "pod", klog.KObj(pod))
 	}
 	remaining := deadline.Sub(now)
@@ -456,7 +430,7 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	s.releaseGang(ctx, state, pod)
 	s.observePermit(policy, metrics.PermitTimeout, reservedAt)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, EventPermitTimeout, "Permit", "%s (onTimeout: %s)", msg, action)
-	if err := s.setPermitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
+	if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recording the permit timeout", "pod", klog.KObj(pod))
 	}
 	// The pod takes no new reservation before its hold ends, even when
@@ -465,32 +439,12 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 		return Outcome{Result: metrics.ResultWaiting, RequeueAfter: s.holdAfterPermitTimeout(pod.UID)}
 	}
 	hold := s.holdAfterReject(pod, policy)
-	_ = s.setPodScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg)
+	_ = s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg)
 	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: hold}
 }
 
 func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result string, reservedAt time.Time) {
 	metrics.PermitWaitDuration.WithLabelValues(result, policy.Name).Observe(s.Clock.Since(reservedAt).Seconds())
-}
-
-// setPermitted writes the Permitted condition unless the pod already says
-// exactly that.
-func (s *Scheduler) setPermitted(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) error {
-	if c := permittedCondition(pod); c != nil && c.Status == status && c.Reason == reason && c.Message == msg {
-		return nil
-	}
-	return s.SetPodCondition(ctx, pod, corev1.PodCondition{
-		Type: bindgatev1alpha1.PodConditionPermitted, Status: status, Reason: reason, Message: msg,
-	})
-}
-
-func permittedCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == bindgatev1alpha1.PodConditionPermitted {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // preBind checks, before the bind, that a reservation taken earlier (the
@@ -574,6 +528,7 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
 	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
 	s.cycles.Delete(pod.UID)
+	s.waits.Delete(pod.UID)
 	s.Cache.Unreserve(pod.UID, true)
 	s.Ledger.Release(state.Policy.Name, pod.UID)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventScheduled, "Binding",
@@ -589,16 +544,9 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) {
 	ctrl.LoggerFrom(ctx).V(4).Info("Unreserve", "pod", klog.KObj(pod), "node", node)
 	s.forgetCycle(ctx, pod)
+	s.waits.Delete(pod.UID)
 	s.Cache.Unreserve(pod.UID, false)
 	s.Ledger.Release(state.Policy.Name, pod.UID)
-}
-
-func jsonMarshal(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encoding a patch: %w", err)
-	}
-	return b, nil
 }
 
 // mustRecord says whether a new reservation is made durable before the cycle
