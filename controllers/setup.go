@@ -192,7 +192,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = pods.wake
-	sched.DurableAlways = opts.DurableAll()
+	sched.Durability = ledger.Durability{All: opts.DurableAll()}
 	sched.SoleReplica = opts.LeaderElection
 	sched.UngateMethod = ungateMethod(ctx, mgr)
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +32,7 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/permit"
 )
@@ -140,13 +140,10 @@ func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState
 		reserved = append(reserved, m)
 	}
 	s.Placer.Unlock()
-	now := metav1.NewTime(s.Clock.Now())
+	now := s.Clock.Now()
 	for _, m := range reserved {
 		res, _ := s.Cache.Reserved(m.UID)
-		r := &bindgatev1alpha1.Reservation{
-			PodNamespace: m.Namespace, PodName: m.Name, PodUID: m.UID, Node: res.Node,
-			Resources: framework.PodRequests(m).ResourceList(), ReservedAt: now,
-		}
+		r := ledger.NewReservation(m, res.Node, framework.PodRequests(m).ResourceList(), now, nil)
 		if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
 			rollback()
 			return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true, nil

@@ -77,12 +77,9 @@ type Scheduler struct {
 	// Async, when set, runs binds on its pool of goroutines, apart from
 	// the worker that reserved the pod.
 	Async *AsyncBinder
-	// DurableAlways records every reservation in the policy's status before
-	// the bind. Otherwise only reservations that must outlive a moment are
-	// recorded: pods that wait in Permit or call a bind webhook. Set it when
-	// replicas may run without leader election: the ledger's optimistic
-	// concurrency is then what keeps them from double-booking a node.
-	DurableAlways bool
+	// Durability says which reservations are recorded in the policy's
+	// status before the cycle goes on.
+	Durability ledger.Durability
 	// SoleReplica says no other replica schedules at the same time (leader
 	// election): a reservation loaded from a policy's status (a restart) is
 	// this process's to check again, release and bind.
@@ -249,16 +246,13 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 	if err != nil {
 		return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, fmt.Errorf("reserving node %s: %w", c.Node, err)
 	}
-	if !s.mustRecord(state.Policy) {
+	if !s.Durability.MustRecord(state.Policy) {
 		// Held in memory only: the pod binds at once. Should it wait
 		// later (permit), Permit records it before reporting it waiting.
 		metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
 		return Outcome{}, nil
 	}
-	r := &bindgatev1alpha1.Reservation{
-		PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
-		Node: c.Node, Resources: state.PodRequests.ResourceList(), ReservedAt: metav1.NewTime(s.Clock.Now()),
-	}
+	r := ledger.NewReservation(pod, c.Node, state.PodRequests.ResourceList(), s.Clock.Now(), nil)
 	if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
 		s.forgetCycle(ctx, pod)
 		s.Cache.Unreserve(pod.UID, false)
@@ -391,11 +385,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		!ok || !announced.(time.Time).Equal(deadline) {
 		// A new wait: make the deadline durable first, then report it.
 		dl := metav1.NewTime(deadline)
-		r := &bindgatev1alpha1.Reservation{
-			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID,
-			Node: node.Name, Resources: state.PodRequests.ResourceList(),
-			ReservedAt: metav1.NewTime(reservedAt), PermitDeadline: &dl,
-		}
+		r := ledger.NewReservation(pod, node.Name, state.PodRequests.ResourceList(), reservedAt, &dl)
 		if err := s.Ledger.Record(ctx, policy.Name, r); err != nil {
 			if errors.Is(err, ledger.ErrLostRace) || errors.Is(err, ledger.ErrPolicyGone) {
 				s.unreserve(ctx, state, pod, node.Name)
@@ -549,18 +539,6 @@ func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, 
 	s.Ledger.Release(state.Policy.Name, pod.UID)
 }
 
-// mustRecord says whether a new reservation is made durable before the cycle
-// goes on.
-func (s *Scheduler) mustRecord(p *bindgatev1alpha1.BindingPolicy) bool {
-	if s.DurableAlways {
-		return true
-	}
-	if p.Spec.Permit != nil && len(p.Spec.Permit.Conditions) > 0 {
-		return true
-	}
-	return p.Spec.Bind != nil && p.Spec.Bind.Webhook != nil
-}
-
 // recordHeld makes the reservation the pod holds durable, with the permit
 // deadline when it waits in Permit. Recording an entry that is already there
 // unchanged writes nothing.
@@ -569,10 +547,7 @@ func (s *Scheduler) recordHeld(ctx context.Context, policy string, pod *corev1.P
 	if !held {
 		return nil
 	}
-	r := &bindgatev1alpha1.Reservation{
-		PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID, Node: res.Node,
-		Resources: framework.PodRequests(pod).ResourceList(), ReservedAt: metav1.NewTime(res.ReservedAt), PermitDeadline: deadline,
-	}
+	r := ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), res.ReservedAt, deadline)
 	if err := s.Ledger.Record(ctx, policy, r); err != nil {
 		return fmt.Errorf("recording the reservation of a waiting pod: %w", err)
 	}

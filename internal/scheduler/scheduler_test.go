@@ -152,34 +152,6 @@ func TestPermitHoldReject(t *testing.T) {
 	}
 }
 
-func TestMustRecord(t *testing.T) {
-	cases := map[string]struct {
-		always bool
-		policy *bindgatev1alpha1.BindingPolicy
-		want   bool
-	}{
-		"plain policy binds from memory": {policy: policy(), want: false},
-		"--durable-reservations=always":  {always: true, policy: policy(), want: true},
-		"permit conditions": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
-			p.Spec.Permit = &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{{Name: "c"}}}
-		}), want: true},
-		"permit without conditions": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
-			p.Spec.Permit = &bindgatev1alpha1.Permit{}
-		}), want: false},
-		"bind webhook": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
-			p.Spec.Bind = &bindgatev1alpha1.Bind{Webhook: &bindgatev1alpha1.Webhook{}}
-		}), want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := &Scheduler{DurableAlways: tc.always}
-			if got := s.mustRecord(tc.policy); got != tc.want {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestAsyncBinderConcurrency: at most Concurrency jobs run at once, a
 // submit past that waits for a free goroutine, and one whose context ends
 // while it waits fails without running its job.
