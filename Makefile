@@ -88,6 +88,34 @@ test-unit: ## Unit tests only (no control plane).
 build: ## Build the operator binary into bin/.
 	$(GO) build -o $(LOCALBIN)/bindgate .
 
+# Where install-plugin puts kubectl-bindgate: a directory on PATH (as `go
+# install` uses GOBIN, else GOPATH/bin).
+PLUGIN_DIR ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+VERSION ?= v0.1.0
+KREW_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: install-plugin
+install-plugin: build ## Install bin/bindgate as the kubectl plugin kubectl-bindgate in $(PLUGIN_DIR): `kubectl bindgate explain pod NAME -n NS`.
+	@mkdir -p $(PLUGIN_DIR)
+	install -m 0755 $(LOCALBIN)/bindgate $(PLUGIN_DIR)/kubectl-bindgate
+	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) ;; *) echo ">> $(PLUGIN_DIR) is not on PATH: add it, or run make install-plugin PLUGIN_DIR=<a directory on PATH>";; esac
+
+.PHONY: krew-manifest
+krew-manifest: ## Build the plugin archives for $(KREW_PLATFORMS) and render config/krew/bindgate.yaml with their sha256 into dist/krew/ (VERSION=$(VERSION)).
+	@mkdir -p dist/krew
+	@cp config/krew/bindgate.yaml dist/krew/bindgate.yaml
+	@for p in $(KREW_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; dir=dist/krew/kubectl-bindgate_$${os}_$${arch}; mkdir -p $$dir; \
+		echo ">> building $$dir"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -o $$dir/kubectl-bindgate . || exit 1; \
+		cp LICENSE $$dir/ 2>/dev/null || true; \
+		tar -C $$dir -czf $$dir.tar.gz . || exit 1; \
+		sum=$$(sha256sum $$dir.tar.gz | cut -d' ' -f1); \
+		sed -i -e "s|SHA256_$${os}_$${arch}|$$sum|" dist/krew/bindgate.yaml; \
+	done
+	@sed -i -e "s|v0.1.0|$(VERSION)|g" dist/krew/bindgate.yaml
+	@echo ">> wrote dist/krew/bindgate.yaml and its archives; upload the archives to the $(VERSION) release"
+
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG) from the Dockerfile (needs a Docker engine).
 	docker build -t $(IMG) .

@@ -33,6 +33,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/cmd"
 	"github.com/bindgate/bindgate/controllers"
 )
 
@@ -44,6 +45,10 @@ func init() {
 }
 
 func main() {
+	if cmd.Handles(os.Args) {
+		// Client subcommands (bindgate explain, kubectl bindgate ...).
+		cmd.Main()
+	}
 	var (
 		metricsAddr          string
 		metricsSecure        bool

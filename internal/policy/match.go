@@ -73,10 +73,12 @@ func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alp
 // a namespace labelled nsLabels. A selector that does not parse selects
 // nothing.
 func Selects(p *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, nsLabels map[string]string) bool {
-	return selects(p.Spec.NamespaceSelector, nsLabels) && selects(p.Spec.PodSelector, pod.Labels)
+	return SelectorSelects(p.Spec.NamespaceSelector, nsLabels) && SelectorSelects(p.Spec.PodSelector, pod.Labels)
 }
 
-func selects(sel *metav1.LabelSelector, set map[string]string) bool {
+// SelectorSelects says whether one of a policy's selectors selects set:
+// nil selects everything, a selector that does not parse nothing.
+func SelectorSelects(sel *metav1.LabelSelector, set map[string]string) bool {
 	if sel == nil {
 		return true
 	}
