@@ -393,6 +393,10 @@ func (r *PodReconciler) onPodEvent(obj any, deleted bool) {
 	if held && (deleted || pod.Spec.NodeName != "") {
 		r.Ledger.Release(res.Policy, pod.UID)
 	}
+	if held && deleted && pod.Spec.NodeName == "" {
+		// A gang that lost a member before it ran lets go of the rest.
+		go r.Scheduler.Gangs().MemberGone(context.Background(), res.Policy, pod)
+	}
 	if pod.Spec.NodeName != "" && (deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
 		r.wakeWaiting()
 	}

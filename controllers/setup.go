@@ -190,6 +190,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if caller, ok := sched.BindWebhook.(*bindhook.Caller); ok {
 		permits.Webhooks = caller.Client
 	}
+	permits.Gangs = sched.Gangs()
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = pods.wake
 	sched.Durability = ledger.Durability{All: opts.DurableAll()}

@@ -241,6 +241,66 @@ type GangCondition struct {
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=10000
 	MinMember int32 `json:"minMember"`
+
+	// topology places a gang inside one topology domain (a set of nodes
+	// sharing a label value, such as a rack or a zone). Without it the
+	// members land wherever they fit.
+	// +optional
+	Topology *GangTopology `json:"topology,omitempty"`
+}
+
+// GangTopologyMode says whether a gang may be split across domains.
+// +kubebuilder:validation:Enum=Required;Preferred
+type GangTopologyMode string
+
+const (
+	// GangTopologyRequired never splits a gang across domains of the widest
+	// level: it waits until one domain holds every member.
+	GangTopologyRequired GangTopologyMode = "Required"
+	// GangTopologyPreferred packs a gang into as narrow a domain as can
+	// hold it, else places it wherever it fits, and says where it ended.
+	GangTopologyPreferred GangTopologyMode = "Preferred"
+)
+
+// GangTopology names the node labels that make topology domains.
+// +kubebuilder:validation:XValidation:rule="has(self.key) != has(self.levels)",message="exactly one of key or levels must be set"
+type GangTopology struct {
+	// key is the node label whose values are the domains (for example
+	// example.com/rack). Set key or levels, not both.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key,omitempty"`
+
+	// levels are node labels from the widest domain to the narrowest (for
+	// example [topology.kubernetes.io/zone, example.com/rack]): the gang
+	// goes into one domain of the narrowest level that can hold every
+	// member, else of the next wider level. Set key or levels, not both.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	Levels []string `json:"levels,omitempty"`
+
+	// mode is Required (default: never split the gang across domains of
+	// the widest level) or Preferred (pack as tightly as possible, else
+	// place the gang wherever it fits).
+	// +optional
+	// +kubebuilder:default=Required
+	Mode GangTopologyMode `json:"mode,omitempty"`
+}
+
+// LevelKeys returns the topology's node label keys from widest to narrowest.
+func (t *GangTopology) LevelKeys() []string {
+	if t == nil {
+		return nil
+	}
+	if t.Key != "" {
+		return []string{t.Key}
+	}
+	return t.Levels
 }
 
 // VolumesCondition waits for WaitForFirstConsumer claims. It has no fields.

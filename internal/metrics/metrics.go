@@ -92,5 +92,13 @@ var PermitWaitDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"result", "policy"})
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(PermitWaitDuration)
+	ctrlmetrics.Registry.MustRegister(PermitWaitDuration, GangsPlaced)
 }
+
+// GangsPlaced counts the gangs placed together, by policy and the node
+// label of the topology domain they were placed in ("" without topology
+// or when spread across domains).
+var GangsPlaced = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "bindgate_gangs_placed_total",
+	Help: "Gangs whose members were placed together, by policy and topology level (the domain's node label; empty without topology or when spread).",
+}, []string{"policy", "level"})

@@ -17,16 +17,14 @@ limitations under the License.
 package permit
 
 import (
-	"context"
 	"sync"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/gang"
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
@@ -43,6 +41,8 @@ type Builder struct {
 	// Wake, when set, requeues a pod at once: a webhook call it waited for
 	// has ended.
 	Wake func(types.NamespacedName)
+	// Gangs, when set, tells the gang conditions where gangs were placed.
+	Gangs *gang.Coordinator
 
 	mu    sync.Mutex
 	cache map[cacheKey][]framework.PermitPlugin
@@ -86,7 +86,7 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 		case c.Expression != "":
 			plugins = append(plugins, NewExpression(c.Name, c.Expression))
 		case c.Gang != nil:
-			plugins = append(plugins, Gang{name: c.Name})
+			plugins = append(plugins, gang.NewPermit(c.Name, b.Gangs))
 		case c.Volumes != nil:
 			plugins = append(plugins, &Volumes{b: b, name: c.Name})
 		case c.Webhook != nil:
@@ -101,19 +101,4 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 	}
 	b.cache[key] = plugins
 	return plugins
-}
-
-// Gang is the permit plugin of the gang condition. Its members are reserved
-// all-or-nothing before Permit (see the scheduler's gang step), so a member
-// that holds a reservation belongs to a gang that was placed: it approves.
-type Gang struct{ name string }
-
-var _ framework.PermitPlugin = Gang{}
-
-// Name is the condition's name.
-func (g Gang) Name() string { return g.name }
-
-// Permit approves: the gang was reserved together.
-func (Gang) Permit(context.Context, *framework.CycleState, *corev1.Pod, *corev1.Node) (*framework.Status, time.Duration) {
-	return nil, 0
 }

@@ -257,7 +257,9 @@ func newState(policy *bindgatev1alpha1.BindingPolicy) fwk.CycleState {
 // SelectNode runs PreFilter, Filter (over kube-scheduler's adaptive sample
 // of nodes), PreScore and Score for pod under policy, and returns the best
 // node. A pod that fits nowhere gets a *FitError. The caller holds Lock.
-func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (*Cycle, error) {
+// in, when given and not nil, limits the choice to those nodes (a gang's
+// topology domain); the others count as unschedulable for that reason.
+func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy, in ...sets.Set[string]) (*Cycle, error) {
 	if err := p.waitSynced(ctx); err != nil {
 		return nil, err
 	}
@@ -298,6 +300,21 @@ func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindga
 		}
 		diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unschedulablePlugins))))
+	}
+	if len(in) > 0 && in[0] != nil {
+		// A gang's topology domain: the other nodes are not considered.
+		kept := make([]fwk.NodeInfo, 0, min(len(nodes), in[0].Len()))
+		for _, ni := range nodes {
+			if in[0].Has(ni.Node().Name) {
+				kept = append(kept, ni)
+			}
+		}
+		nodes = kept
+		for _, ni := range allNodes {
+			if !in[0].Has(ni.Node().Name) {
+				diagnosis.NodeToStatus.Set(ni.Node().Name, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonOutsideDomain))
+			}
+		}
 	}
 	feasible, err := p.findNodesThatPassFilters(ctx, fw, state, pod, &diagnosis, nodes, len(allNodes))
 	if err != nil {

@@ -47,6 +47,9 @@ const (
 // Reasons of bindgate's plugins, in kube-scheduler's wording style.
 const (
 	ErrReasonPolicyNodeSelector = "node(s) didn't match policy nodeSelector"
+	// ErrReasonOutsideDomain is the reason a node outside the topology
+	// domain a gang is being placed in is not considered.
+	ErrReasonOutsideDomain = "node(s) outside the gang's topology domain"
 	// ErrReasonDRA is the reason a pod with resourceClaims is refused.
 	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate does not allocate; schedule it with kube-scheduler"
 )

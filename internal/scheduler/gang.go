@@ -18,20 +18,21 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
-	"strconv"
+	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/gang"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/permit"
@@ -41,184 +42,105 @@ import (
 // pod events requeue it sooner.
 const gangRecheck = 3 * time.Second
 
-// gangOf returns the policy's gang condition and the pod's group and
-// minMember (the group's annotation overrides the condition).
-func gangOf(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (name, group string, minMember int, ok bool) {
-	if policy.Spec.Permit == nil {
-		return "", "", 0, false
-	}
-	group = pod.Labels[bindgatev1alpha1.GroupLabel]
-	if group == "" {
-		return "", "", 0, false
-	}
-	for _, c := range policy.Spec.Permit.Conditions {
-		if c.Gang == nil {
-			continue
-		}
-		minMember = int(c.Gang.MinMember)
-		if v, err := strconv.Atoi(pod.Annotations[bindgatev1alpha1.MinMemberAnnotation]); err == nil && v >= 1 {
-			minMember = v
-		}
-		return c.Name, group, minMember, true
-	}
-	return "", "", 0, false
+// Gangs returns the coordinator of the gangs' group step (created on first
+// use over this scheduler).
+func (s *Scheduler) Gangs() *gang.Coordinator {
+	s.gangsOnce.Do(func() {
+		s.gangs = &gang.Coordinator{Client: s.Client, Clock: s.Clock, Handle: gangHandle{s}}
+	})
+	return s.gangs
 }
 
-// gangReserve reserves a gang all-or-nothing before any member takes a
-// reservation of its own. Members already bound or holding a reservation
-// count as placed; once minMember are placed, later members join the gang
-// and reserve one by one (done=false, the pod not held). Otherwise every
-// unplaced gated member is placed in one step under gangMu: either all of
-// them get a reservation (done=false, the pod now held) or none does, and
-// each says why (done=true).
+// gangReserve runs the gang step; done=true ends the cycle with out.
 func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (Outcome, bool, error) {
-	cond, group, minMember, ok := gangOf(state.Policy, pod)
-	if !ok {
+	st := s.Gangs().Reserve(ctx, state.Policy, pod)
+	switch {
+	case st.IsSuccess():
 		return Outcome{}, false, nil
+	case st.IsRejected():
+		return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: gangRecheck}, true, nil
+	default:
+		return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true, st.AsError()
 	}
-	s.gangMu.Lock()
-	defer s.gangMu.Unlock()
-	if _, held := s.Cache.Reserved(pod.UID); held {
-		return Outcome{}, false, nil // reserved by another member's step
-	}
-	var list corev1.PodList
-	if err := s.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: group}); err != nil {
-		return Outcome{Result: metrics.ResultError}, true, fmt.Errorf("listing gang %s: %w", group, err)
-	}
-	placed := 0
-	var pending []*corev1.Pod
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.DeletionTimestamp != nil {
-			continue
-		}
-		if _, held := s.Cache.Reserved(m.UID); held || m.Spec.NodeName != "" {
-			placed++
-			continue
-		}
-		if m.UID != pod.UID && (!bind.HasGate(m) || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
-			continue
-		}
-		pending = append(pending, m)
-	}
-	if placed >= minMember {
-		return Outcome{}, false, nil // a permitted gang: join it
-	}
-	if placed+len(pending) < minMember {
-		msg := fmt.Sprintf("gang %s: %d/%d members exist, none reserved", group, placed+len(pending), minMember)
-		return s.gangWait(ctx, cond, pending, msg), true, nil
-	}
-
-	log := ctrl.LoggerFrom(ctx)
-	var reserved []*corev1.Pod
-	rollback := func() {
-		for _, m := range reserved {
-			s.forgetCycle(ctx, m)
-			s.Cache.Unreserve(m.UID, false)
-			s.Ledger.Release(state.Policy.Name, m.UID)
-		}
-	}
-	// One scheduling cycle for the whole gang: each member sees the ones
-	// reserved before it (anti-affinity among members, spread, ports).
-	s.Placer.Lock()
-	for _, m := range pending {
-		ms := framework.NewCycleState(state.Policy, m)
-		var why string
-		if c, err := s.Placer.SelectNode(ctx, m, state.Policy); err != nil {
-			why = err.Error()
-		} else if err := s.assume(ctx, c, m, ms, time.Time{}); err != nil {
-			why = err.Error()
-		}
-		if why != "" {
-			n := len(reserved)
-			rollback()
-			s.Placer.Unlock()
-			msg := fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", group, placed+n, placed+len(pending), why)
-			return s.gangWait(ctx, cond, pending, msg), true, nil
-		}
-		reserved = append(reserved, m)
-	}
-	s.Placer.Unlock()
-	now := s.Clock.Now()
-	for _, m := range reserved {
-		res, _ := s.Cache.Reserved(m.UID)
-		r := ledger.NewReservation(m, res.Node, framework.PodRequests(m).ResourceList(), now, nil)
-		if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
-			rollback()
-			return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true, nil
-		}
-	}
-	log.V(2).Info("Reserved gang", "group", group, "members", len(reserved), "pod", klog.KObj(pod))
-	if s.Wake != nil {
-		for _, m := range reserved {
-			if m.UID != pod.UID {
-				s.Wake(types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
-			}
-		}
-	}
-	return Outcome{}, false, nil
 }
 
-// gangWait reports on every pending member why the gang waits.
-func (s *Scheduler) gangWait(ctx context.Context, cond string, members []*corev1.Pod, msg string) Outcome {
-	full := cond + ": " + msg
-	for _, m := range members {
-		if err := s.Conditions().Permitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, full); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Recording the gang wait", "pod", klog.KObj(m))
-		}
-	}
-	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: gangRecheck}
+// reservedNow returns the pod's reservation, for a gang member under the
+// gang lock (see gang.Coordinator.Do).
+func (s *Scheduler) reservedNow(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (res cache.Reservation, held bool) {
+	s.Gangs().Do(policy, pod, func() { res, held = s.Cache.Reserved(pod.UID) })
+	return res, held
 }
 
-// releaseGang releases, together with pod, the reservations every other
-// unbound member of its gang holds: a gang times out as a whole, so no
-// member keeps capacity the others can no longer use. The members are woken
-// to report their own timeout.
-func (s *Scheduler) releaseGang(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) {
-	_, group, _, ok := gangOf(state.Policy, pod)
+// gangHandle is the scheduler as the gang step sees it.
+type gangHandle struct{ s *Scheduler }
+
+var _ gang.Handle = gangHandle{}
+
+func (h gangHandle) Reserved(uid types.UID) (string, string, bool) {
+	res, ok := h.s.Cache.Reserved(uid)
+	return res.Node, res.Policy, ok
+}
+
+func (h gangHandle) RecentlyBound(uid types.UID) bool { return h.s.Cache.RecentlyBound(uid) }
+
+func (h gangHandle) Lock()   { h.s.Placer.Lock() }
+func (h gangHandle) Unlock() { h.s.Placer.Unlock() }
+
+func (h gangHandle) Place(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, in sets.Set[string]) (string, error) {
+	c, err := h.s.Placer.SelectNode(ctx, pod, policy, in)
+	if err != nil {
+		return "", err
+	}
+	if err := h.s.assume(ctx, c, pod, framework.NewCycleState(policy, pod), time.Time{}); err != nil {
+		return "", err
+	}
+	return c.Node, nil
+}
+
+func (h gangHandle) Forget(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) {
+	h.s.forgetCycle(ctx, pod)
+	h.s.Cache.Unreserve(pod.UID, false)
+	h.s.Ledger.Release(policy.Name, pod.UID)
+}
+
+func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error {
+	res, ok := h.s.Cache.Reserved(pod.UID)
 	if !ok {
-		return
+		return errors.New("the reservation is gone")
 	}
-	s.gangMu.Lock()
-	defer s.gangMu.Unlock()
-	var list corev1.PodList
-	if err := s.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: group}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang to release it", "group", group)
-		return
-	}
-	for i := range list.Items {
-		m := &list.Items[i]
-		if m.UID == pod.UID || m.Spec.NodeName != "" {
-			continue
-		}
-		if res, held := s.Cache.Reserved(m.UID); held && res.Policy == state.Policy.Name {
-			s.unreserve(ctx, state, m, res.Node)
-			msg := fmt.Sprintf("released with gang %s: the permit wait of %s timed out", group, pod.Name)
-			if err := s.Conditions().Permitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Recording the gang timeout", "pod", klog.KObj(m))
-			}
-			if permit.OnTimeout(state.Policy) == bindgatev1alpha1.PermitTimeoutReject {
-				s.holdAfterReject(m, state.Policy)
-				_ = s.Conditions().NotScheduled(ctx, m, corev1.PodReasonUnschedulable, msg)
-			} else {
-				s.holdAfterPermitTimeout(m.UID)
-			}
-			if s.Wake != nil {
-				s.Wake(client.ObjectKeyFromObject(m))
-			}
-		}
+	return h.s.Ledger.Record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
+}
+
+func (h gangHandle) Waiting(ctx context.Context, pod *corev1.Pod, msg string) {
+	if err := h.s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the gang wait", "pod", klog.KObj(pod))
 	}
 }
 
-// reservedNow returns the pod's reservation. For a gang member it is read
-// under gangMu, so that a reservation another member's step holds only
-// tentatively (and may still roll back) is never taken for a final one.
-func (s *Scheduler) reservedNow(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (cache.Reservation, bool) {
-	if _, _, _, gang := gangOf(policy, pod); gang {
-		s.gangMu.Lock()
-		defer s.gangMu.Unlock()
+func (h gangHandle) ReleaseMember(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, m *corev1.Pod, msg string) {
+	s := h.s
+	res, _ := s.Cache.Reserved(m.UID)
+	s.unreserve(ctx, framework.NewCycleState(policy, m), m, res.Node)
+	if err := s.Conditions().Permitted(ctx, m, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the gang timeout", "pod", klog.KObj(m))
 	}
-	return s.Cache.Reserved(pod.UID)
+	if permit.OnTimeout(policy) == bindgatev1alpha1.PermitTimeoutReject {
+		s.holdAfterReject(m, policy)
+		_ = s.Conditions().NotScheduled(ctx, m, corev1.PodReasonUnschedulable, msg)
+	} else {
+		s.holdAfterPermitTimeout(m.UID)
+	}
+	h.Wake(m)
+}
+
+func (h gangHandle) Wake(pod *corev1.Pod) {
+	if h.s.Wake != nil {
+		h.s.Wake(client.ObjectKeyFromObject(pod))
+	}
+}
+
+// gangState is the scheduler's gang coordinator, made once.
+type gangState struct {
+	gangsOnce sync.Once
+	gangs     *gang.Coordinator
 }

@@ -92,8 +92,7 @@ type Scheduler struct {
 	// Wake, when set, requeues a pod at once (members of a gang reserved
 	// together).
 	Wake func(types.NamespacedName)
-	// gangMu serialises the all-or-nothing reservation of gangs.
-	gangMu sync.Mutex
+	gangState
 
 	// permitHolds maps a pod UID to its permitHold after a permit timeout:
 	// the pod takes no new reservation before the hold ends, whatever
@@ -168,6 +167,17 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 			res, _ = s.Cache.Reserved(pod.UID)
 		}
 		fresh = true
+	}
+	if !fresh {
+		// A gang that lost a member while this one waited lets it go.
+		if st := s.Gangs().Check(ctx, state.Policy, pod); !st.IsSuccess() {
+			if !st.IsRejected() {
+				return Outcome{Result: metrics.ResultError}, st.AsError()
+			}
+			log.V(2).Info("Releasing a gang member", "pod", klog.KObj(pod), "reason", st.Message())
+			s.unreserve(ctx, state, pod, res.Node)
+			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+		}
 	}
 	node, ok := s.Cache.Node(res.Node)
 	if !ok {
@@ -343,11 +353,15 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	var (
 		waitFor time.Duration
 		pending []string
+		notes   []string // what approving conditions said (a gang's domain)
 	)
 	for _, p := range plugins {
 		st, after := p.Permit(ctx, state, pod, node)
 		switch {
 		case st.IsSuccess():
+			if msg := st.Message(); msg != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s", p.Name(), msg))
+			}
 		case st.IsWait():
 			pending = append(pending, fmt.Sprintf("%s: %s", p.Name(), st.Message()))
 			if after > 0 && (waitFor == 0 || after < waitFor) {
@@ -369,7 +383,11 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	if len(pending) == 0 {
 		s.permitHolds.Delete(pod.UID)
 		s.observePermit(policy, metrics.PermitAllowed, reservedAt)
-		if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, "All permit conditions approved"); err != nil {
+		msg := "All permit conditions approved"
+		if len(notes) > 0 {
+			msg += "; " + strings.Join(notes, "; ")
+		}
+		if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, msg); err != nil {
 			log.Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
 		}
 		return Outcome{}, false
@@ -417,7 +435,7 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	action := permit.OnTimeout(policy)
 	msg := fmt.Sprintf("permit timeout (%s) waiting for: %s", permit.Timeout(policy), pending)
 	s.unreserve(ctx, state, pod, node.Name)
-	s.releaseGang(ctx, state, pod)
+	s.Gangs().Release(ctx, state.Policy, pod)
 	s.observePermit(policy, metrics.PermitTimeout, reservedAt)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, EventPermitTimeout, "Permit", "%s (onTimeout: %s)", msg, action)
 	if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {

@@ -1,0 +1,389 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package gang
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
+)
+
+// Handle is what the group step needs from the scheduler.
+type Handle interface {
+	// Reserved returns the node and policy of the pod's reservation.
+	Reserved(uid types.UID) (node, policy string, ok bool)
+	// Lock and Unlock bracket one scheduling cycle: members placed under
+	// one lock see each other (anti-affinity, spread, ports, fit).
+	Lock()
+	Unlock()
+	// Place runs the Filter and Score plugins for pod on the nodes in
+	// (nil: every node) and assumes it on the best one, in memory only.
+	// The caller holds the lock.
+	Place(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, in sets.Set[string]) (string, error)
+	// Forget undoes a Place that was not recorded, or a recorded
+	// reservation (idempotent).
+	Forget(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod)
+	// Record makes the pod's reservation durable, taken at.
+	Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error
+	// Waiting tells the pod why its gang waits (the Permitted condition).
+	Waiting(ctx context.Context, pod *corev1.Pod, msg string)
+	// ReleaseMember releases a member's reservation because its gang timed
+	// out, and tells it msg.
+	ReleaseMember(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, msg string)
+	// Wake requeues the pod at once.
+	Wake(pod *corev1.Pod)
+	// RecentlyBound says whether this process bound the pod a moment ago
+	// (its informer may not show it yet).
+	RecentlyBound(uid types.UID) bool
+}
+
+// Coordinator runs the group step of gangs. Create one per process.
+type Coordinator struct {
+	// Client lists a gang's members and the nodes (the manager's cache).
+	Client client.Client
+	Handle Handle
+	Clock  clock.PassiveClock
+
+	// mu serialises the all-or-nothing reservation of gangs.
+	mu sync.Mutex
+	// placed maps a gang (namespace/group) to where it was placed.
+	placed sync.Map
+}
+
+func key(ns, group string) string { return ns + "/" + group }
+
+func (c *Coordinator) placement(pod *corev1.Pod) (Placement, bool) {
+	v, ok := c.placed.Load(key(pod.Namespace, pod.Labels[bindgatev1alpha1.GroupLabel]))
+	if !ok {
+		return Placement{}, false
+	}
+	return v.(Placement), true
+}
+
+// Do runs f, under the gang lock when pod is a gang member under policy:
+// a reservation another member's step holds only tentatively (and may
+// still roll back) is never read as a final one.
+func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, f func()) {
+	if _, ok := Of(policy, pod); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+	}
+	f()
+}
+
+// Reserve is the group step, run before the pod's own Reserve. A nil
+// Status lets the cycle go on: the pod is no gang member, or joins a
+// placed gang (reserved here when the gang has a topology, else by the
+// caller), or now holds a reservation taken with its whole gang. Otherwise
+// every unplaced member was told why the gang waits (Unschedulable), or an
+// error stopped the step (Error); nothing is held then.
+//
+// Members already bound or holding a reservation count as placed. Once
+// minMember are placed, later members join the gang (inside its domain
+// when it has a topology). Before that, every unplaced member is placed in
+// one scheduling cycle: all of them get a reservation or none does.
+func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
+	spec, ok := Of(policy, pod)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, _, held := c.Handle.Reserved(pod.UID); held {
+		return nil // reserved by another member's step
+	}
+	var list corev1.PodList
+	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
+		return framework.AsStatus(fmt.Errorf("listing gang %s: %w", spec.Group, err))
+	}
+	var placed, pending []*corev1.Pod
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		if _, _, held := c.Handle.Reserved(m.UID); held || m.Spec.NodeName != "" {
+			placed = append(placed, m)
+			continue
+		}
+		if m.UID != pod.UID && (!bind.HasGate(m) || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
+			continue
+		}
+		pending = append(pending, m)
+	}
+	if len(placed) >= spec.MinMember {
+		return c.join(ctx, policy, spec, pod, placed)
+	}
+	if len(placed)+len(pending) < spec.MinMember {
+		return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, len(placed)+len(pending), spec.MinMember))
+	}
+	return c.placeTogether(ctx, policy, spec, pod, pending, len(placed))
+}
+
+// placeTogether places every pending member in one cycle, inside one
+// domain when the gang has a topology, and records them; all or none.
+func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, spec Spec, pod *corev1.Pod, pending []*corev1.Pod, nPlaced int) *framework.Status {
+	h := c.Handle
+	// try places every pending member on the nodes in; on failure nothing
+	// of it is held and n says how many fitted.
+	try := func(in sets.Set[string]) (n int, err error) {
+		for i, m := range pending {
+			if _, err := h.Place(ctx, policy, m, in); err != nil {
+				for _, d := range pending[:i] {
+					h.Forget(ctx, policy, d)
+				}
+				return i, err
+			}
+		}
+		return len(pending), nil
+	}
+	total := nPlaced + len(pending)
+	var where Placement
+	h.Lock()
+	if len(spec.Levels) == 0 {
+		if n, err := try(nil); err != nil {
+			h.Unlock()
+			return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
+		}
+	} else {
+		var nodes corev1.NodeList
+		if err := c.Client.List(ctx, &nodes); err != nil {
+			h.Unlock()
+			return framework.AsStatus(fmt.Errorf("listing nodes: %w", err))
+		}
+		ptrs := make([]*corev1.Node, len(nodes.Items))
+		for i := range nodes.Items {
+			ptrs[i] = &nodes.Items[i]
+		}
+		found := false
+		var best Domain
+		bestN := -1
+		// The narrowest level first; in each, the smallest domain first.
+		for l := len(spec.Levels) - 1; l >= 0 && !found; l-- {
+			for _, d := range Domains(ptrs, spec.Levels, l) {
+				n, err := try(d.Nodes)
+				if err == nil {
+					where, found = Placement{Domain: d}, true
+					break
+				}
+				if n > bestN {
+					best, bestN = d, n
+				}
+			}
+		}
+		if !found {
+			if spec.Required {
+				h.Unlock()
+				msg := fmt.Sprintf("gang %s: no %s domain holds %d members", spec.Group, levelsText(spec.Levels), total)
+				if bestN >= 0 {
+					msg += fmt.Sprintf(" (best: %s holds %d)", best, nPlaced+bestN)
+				}
+				return c.wait(ctx, spec, pending, msg+", none reserved")
+			}
+			if n, err := try(nil); err != nil {
+				h.Unlock()
+				return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
+			}
+			where = Placement{Spread: true}
+		}
+	}
+	h.Unlock()
+	now := c.Clock.Now()
+	for _, m := range pending {
+		if err := h.Record(ctx, policy, m, now); err != nil {
+			for _, d := range pending {
+				h.Forget(ctx, policy, d)
+			}
+			return framework.AsStatus(fmt.Errorf("recording gang %s: %w", spec.Group, err))
+		}
+	}
+	if len(spec.Levels) > 0 {
+		c.placed.Store(key(pending[0].Namespace, spec.Group), where)
+	}
+	metrics.GangsPlaced.WithLabelValues(policy.Name, where.Level()).Inc()
+	ctrl.LoggerFrom(ctx).V(2).Info("Reserved gang", "group", spec.Group, "members", len(pending), "placement", where.String())
+	for _, m := range pending {
+		if m.UID != pod.UID {
+			h.Wake(m)
+		}
+	}
+	return nil
+}
+
+// join places a member that arrives after its gang was placed inside the
+// gang's domain, when the gang has a topology (Required: or waits;
+// Preferred: or anywhere, through the caller's Reserve).
+func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, spec Spec, pod *corev1.Pod, placed []*corev1.Pod) *framework.Status {
+	if len(spec.Levels) == 0 {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := c.Client.List(ctx, &nodes); err != nil {
+		return framework.AsStatus(fmt.Errorf("listing nodes: %w", err))
+	}
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	var at []*corev1.Node
+	for _, m := range placed {
+		name := m.Spec.NodeName
+		if name == "" {
+			name, _, _ = c.Handle.Reserved(m.UID)
+		}
+		if n, ok := byName[name]; ok {
+			at = append(at, n)
+		}
+	}
+	d, ok := Shared(at, spec.Levels)
+	if !ok {
+		return nil // a Preferred gang placed across domains: anywhere
+	}
+	in := sets.New[string]()
+	for name, n := range byName {
+		if d.Contains(n) {
+			in.Insert(name)
+		}
+	}
+	h := c.Handle
+	h.Lock()
+	_, err := h.Place(ctx, policy, pod, in)
+	h.Unlock()
+	if err != nil {
+		if !spec.Required {
+			return nil
+		}
+		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: does not fit in the gang's domain %s: %s", spec.Group, d, err))
+	}
+	if err := h.Record(ctx, policy, pod, c.Clock.Now()); err != nil {
+		h.Forget(ctx, policy, pod)
+		return framework.AsStatus(fmt.Errorf("recording gang member: %w", err))
+	}
+	ctrl.LoggerFrom(ctx).V(4).Info("Gang member joined its domain", "pod", klog.KObj(pod), "group", spec.Group, "domain", d.String())
+	return nil
+}
+
+// wait tells every member why the gang waits.
+func (c *Coordinator) wait(ctx context.Context, spec Spec, members []*corev1.Pod, msg string) *framework.Status {
+	full := spec.Condition + ": " + msg
+	for _, m := range members {
+		c.Handle.Waiting(ctx, m, full)
+	}
+	return framework.NewStatus(framework.Unschedulable, msg)
+}
+
+// Release releases, together with pod, the reservations every other
+// unbound member of its gang holds under policy: a gang times out as a
+// whole, so no member keeps capacity the others can no longer use.
+func (c *Coordinator) Release(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) {
+	spec, ok := Of(policy, pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.placed.Delete(key(pod.Namespace, spec.Group))
+	var list corev1.PodList
+	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang to release it", "group", spec.Group)
+		return
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.UID == pod.UID || m.Spec.NodeName != "" {
+			continue
+		}
+		if _, p, held := c.Handle.Reserved(m.UID); held && p == policy.Name {
+			c.Handle.ReleaseMember(ctx, policy, m, fmt.Sprintf("released with gang %s: the permit wait of %s timed out", spec.Group, pod.Name))
+		}
+	}
+}
+
+// MemberGone is told that pod, a member holding a reservation under the
+// policy named policyName, was deleted before it was bound: the other
+// members are woken, so that each checks its gang (Check) in its own cycle.
+func (c *Coordinator) MemberGone(ctx context.Context, policyName string, pod *corev1.Pod) {
+	group := pod.Labels[bindgatev1alpha1.GroupLabel]
+	if group == "" {
+		return
+	}
+	var list corev1.PodList
+	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{bindgatev1alpha1.GroupLabel: group}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang of a deleted member", "group", group)
+		return
+	}
+	for i := range list.Items {
+		m := &list.Items[i]
+		if _, p, ok := c.Handle.Reserved(m.UID); ok && p == policyName && m.UID != pod.UID {
+			c.Handle.Wake(m)
+		}
+	}
+}
+
+// Check is run for a member that holds a reservation taken in an earlier
+// cycle (it waited): while no member of its gang runs (is bound), a gang
+// left with fewer than minMember placed members (one was deleted) cannot go
+// on, and must not keep capacity meanwhile: Unschedulable asks the caller
+// to release the pod's reservation; its next cycle says why it waits.
+func (c *Coordinator) Check(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
+	spec, ok := Of(policy, pod)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var list corev1.PodList
+	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
+		return framework.AsStatus(fmt.Errorf("listing gang %s: %w", spec.Group, err))
+	}
+	placed := 0
+	for i := range list.Items {
+		m := &list.Items[i]
+		if m.Spec.NodeName != "" || c.Handle.RecentlyBound(m.UID) {
+			return nil // the gang runs already
+		}
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		if _, p, ok := c.Handle.Reserved(m.UID); ok && p == policy.Name {
+			placed++
+		}
+	}
+	if placed >= spec.MinMember {
+		return nil
+	}
+	c.placed.Delete(key(pod.Namespace, spec.Group))
+	return framework.NewStatus(framework.Unschedulable, fmt.Sprintf("gang %s: %d/%d members placed, releasing", spec.Group, placed, spec.MinMember))
+}
