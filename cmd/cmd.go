@@ -18,6 +18,7 @@ limitations under the License.
 // operator; installed as kubectl-bindgate it is a kubectl plugin):
 //
 //	bindgate explain pod NAME [-n NAMESPACE] [--nodes] [-o text|json]
+//	bindgate simulate -f POLICY.yaml [--pod POD.yaml] [-o text|json]
 //
 // They read the cluster and compute with the operator's own code
 // (internal/explain); they never write to it.
@@ -35,6 +36,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -68,7 +70,7 @@ func Handles(args []string) bool {
 		return false
 	}
 	switch args[1] {
-	case "explain":
+	case "explain", "simulate":
 		return true
 	}
 	return false
@@ -79,6 +81,11 @@ const usage = `Usage:
       Why the pod is where it is: the policy that takes it (and why not the
       others), each node's first refusing plugin grouped by reason, the top
       scores, its reservation, each permit condition's verdict, a timeline.
+  bindgate simulate -f POLICY.yaml [--pod POD.yaml] [-o text|json]
+      What a policy that is not applied yet (or an edit of an applied one)
+      would do with the pending pods it selects, or with the pod in POD.yaml:
+      bind to which node, wait for which condition, or why not. Nothing is
+      written (the API server checks the policy in a dry run).
 
 Common flags: --kubeconfig, --context, --operator-namespace, --seal-key-secret.
 `
@@ -103,6 +110,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch rest[0] {
 	case "explain":
 		err = runExplain(ctx, rest[1:], stdout)
+	case "simulate":
+		err = runSimulate(ctx, rest[1:], stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", rest[0])
 	}
@@ -210,4 +219,58 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+func runSimulate(ctx context.Context, args []string, stdout io.Writer) error {
+	var (
+		c             common
+		file, podFile string
+	)
+	fs := pflag.NewFlagSet("simulate", pflag.ContinueOnError)
+	c.bind(fs)
+	fs.StringVarP(&file, "filename", "f", "", "The BindingPolicy manifest to simulate (- reads standard input).")
+	fs.StringVar(&podFile, "pod", "", "A Pod manifest to simulate the policy on, instead of the pending pods it selects.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if file == "" || len(fs.Args()) != 0 {
+		return fmt.Errorf("%w: simulate takes -f POLICY.yaml", errUsage)
+	}
+	data, err := readFile(file)
+	if err != nil {
+		return err
+	}
+	pol, err := explain.DecodePolicy(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	opts, ns, err := c.connect()
+	if err != nil {
+		return err
+	}
+	var pod *corev1.Pod
+	if podFile != "" {
+		data, err := readFile(podFile)
+		if err != nil {
+			return err
+		}
+		if pod, err = explain.DecodePod(data, ns); err != nil {
+			return fmt.Errorf("%s: %w", podFile, err)
+		}
+	}
+	sim, err := explain.Simulate(ctx, opts, pol, pod)
+	if err != nil {
+		return err
+	}
+	if c.output == "json" {
+		return writeJSON(stdout, sim)
+	}
+	return sim.WriteText(stdout)
+}
+
+func readFile(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
 }

@@ -77,6 +77,8 @@ type state struct {
 	// trustRecords: the seal key is not known; bound pods' policy
 	// records are re-sealed under the installed key (see useSealKey).
 	trustRecords bool
+	// assumed are the pods a simulation placed, in order.
+	assumed []assumed
 	// recorded maps a pod to its reservation in a policy's status.
 	recorded map[types.UID]recorded
 }

@@ -138,3 +138,55 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// WriteText prints the simulation for people.
+func (sim *Simulation) WriteText(out io.Writer) error {
+	var buf bytes.Buffer
+	w := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	what := "not applied"
+	if sim.Replaces {
+		what = "an edit of the applied policy"
+	}
+	p("BindingPolicy %s (%s; nothing is written): %d pending pod(s) it selects\n", sim.Policy, what, len(sim.Pods))
+	if len(sim.Pods) > 0 {
+		p("\nPOD\tNOW\tOUTCOME\tNODE\tREASON\n")
+		for _, o := range sim.Pods {
+			now := o.Now
+			if now == "" {
+				now = "-"
+			}
+			reason := oneLine(o.Reason)
+			if o.DependsOnOrder {
+				reason += " (fits alone: depends on the order pods are taken)"
+			}
+			if n := len(o.TiedWith); n > 0 {
+				tie := fmt.Sprintf("or %s with the same score", strings.Join(o.TiedWith[:min(n, 2)], ", "))
+				if n > 2 {
+					tie = fmt.Sprintf("or %s and %d more with the same score", strings.Join(o.TiedWith[:2], ", "), n-2)
+				}
+				reason = strings.TrimSpace(reason + " (" + tie + ")")
+			}
+			p("%s/%s\t%s\t%s\t%s\t%s\n", o.Namespace, o.Name, now, o.Outcome, o.Node, reason)
+		}
+	}
+	var parts []string
+	for _, k := range []string{OutcomeBind, OutcomeWait, OutcomeRefuse, OutcomeUnschedulable, OutcomeNotTaken} {
+		if n := sim.Summary[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if len(parts) > 0 {
+		p("\nSummary: %s\n", strings.Join(parts, ", "))
+	}
+	for _, o := range sim.Pods {
+		if o.DependsOnOrder {
+			p("\nNote: pods marked \"depends on the order\" compete for the same room with pods simulated before them; the operator takes pods it wakes together (for example when a policy is applied) in no fixed order, so it may place one of them instead.\n")
+			break
+		}
+	}
+	for _, n := range sim.Notes {
+		p("\nNote: %s\n", n)
+	}
+	return flushTrimmed(w, &buf, out)
+}
