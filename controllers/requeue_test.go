@@ -17,6 +17,7 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -24,46 +25,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/queue"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
-
-func startedQueue(t *testing.T, r *PodReconciler) priorityqueue.PriorityQueue[reconcile.Request] {
-	t.Helper()
-	q := priorityqueue.New[reconcile.Request](fmt.Sprintf("test-%s", t.Name()))
-	t.Cleanup(q.ShutDown)
-	var iq workqueue.TypedRateLimitingInterface[reconcile.Request] = q
-	r.queue.Store(&iq)
-	return q
-}
-
-// TestWakeNeverDrops: requeues from outside Reconcile go into the
-// controller's queue, however many there are (a buffered channel used to
-// drop them once 4096 were pending), once per key.
-func TestWakeNeverDrops(t *testing.T) {
-	r := &PodReconciler{}
-	r.wake(types.NamespacedName{Namespace: "ns", Name: "early"}) // no queue yet: nothing happens
-	q := startedQueue(t, r)
-	const n = 5000
-	for i := range n {
-		r.wake(types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("pod-%d", i)})
-	}
-	r.wake(types.NamespacedName{Namespace: "ns", Name: "pod-0"})
-	if got := q.Len(); got != n {
-		t.Errorf("queue holds %d keys, want %d", got, n)
-	}
-}
 
 // TestBindDoneRequeues: a bind that did not bind puts the pod back after
 // the delay its cycle asked for, at the pod's priority; a bound pod is not
 // requeued.
 func TestBindDoneRequeues(t *testing.T) {
-	r := &PodReconciler{firstSeen: map[types.UID]time.Time{}, attempts: map[types.UID]int{}, waiting: map[types.NamespacedName]struct{}{}}
-	q := startedQueue(t, r)
+	r := &PodReconciler{Queue: queue.New(nil, nil)}
+	q := priorityqueue.New[reconcile.Request](fmt.Sprintf("test-%s", t.Name()))
+	t.Cleanup(q.ShutDown)
+	var wq workqueue.TypedRateLimitingInterface[reconcile.Request] = q
+	if err := r.Queue.Source().Start(t.Context(), wq); err != nil {
+		t.Fatal(err)
+	}
 	pod := func(name string, prio int32) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
 			Spec: corev1.PodSpec{Priority: &prio}}
@@ -73,12 +55,10 @@ func TestBindDoneRequeues(t *testing.T) {
 	r.bindDone(pod("high", 100), "p", scheduler.Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil)
 	r.bindDone(pod("later", 1000), "p", scheduler.Outcome{Result: metrics.ResultError, RequeueAfter: time.Hour}, nil)
 
-	deadline := time.Now().Add(10 * time.Second)
-	for q.Len() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d keys ready after 10s, want the two pods due in a millisecond", q.Len())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return q.Len() >= 2, nil
+	}); err != nil {
+		t.Fatalf("%d keys ready after 10s, want the two pods due in a millisecond", q.Len())
 	}
 	var got []string
 	for range 2 {

@@ -39,9 +39,11 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/bindhook"
 	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/eventhandlers"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
+	"github.com/bindgate/bindgate/internal/queue"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
@@ -162,13 +164,15 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err != nil {
 		return err
 	}
-	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), revalidate(c, mgr.GetAPIReader(), mgr.GetClient()))
+	handlers := &eventhandlers.Handlers{Reader: mgr.GetClient(), Cache: c}
+	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), handlers.Recheck(mgr.GetAPIReader()))
 	// Several replicas may be active at once: every record is checked
 	// against the status and the pods bound on its node.
 	l.ValidateEveryWrite = opts.DurableAll()
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}
+	handlers.Ledger = l
 	sched := &scheduler.Scheduler{
 		Client:   mgr.GetClient(),
 		Cache:    c,
@@ -181,23 +185,37 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := setupBindWebhooks(mgr, opts, sched, policies); err != nil {
 		return err
 	}
-	pods := &PodReconciler{
-		Client: mgr.GetClient(), Scheduler: sched, Cache: c, Ledger: l, Clock: opts.Clock, Workers: opts.Workers,
-	}
+	q := queue.New(opts.Clock, sched.ClusterChanged)
+	handlers.Queue = q
 	// Permit conditions share the outbound webhook client of bind and
 	// postBind; an ended webhook call requeues its pod at once.
-	permits := &permit.Builder{Client: mgr.GetClient(), Wake: pods.wake}
+	permits := &permit.Builder{Client: mgr.GetClient(), Wake: q.Activate}
 	if caller, ok := sched.BindWebhook.(*bindhook.Caller); ok {
 		permits.Webhooks = caller.Client
 	}
 	permits.Gangs = sched.Gangs()
+	handlers.MemberGone = sched.Gangs().MemberGone
 	sched.PermitPlugins = permits.PluginsFor
-	sched.Wake = pods.wake
+	sched.Wake = q.Activate
 	sched.Durability = ledger.Durability{All: opts.DurableAll()}
 	sched.SoleReplica = opts.LeaderElection
 	sched.UngateMethod = ungateMethod(ctx, mgr)
+
+	if err := handlers.Register(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	loader := eventhandlers.NewLoader(handlers, mgr.GetCache())
+	if err := mgr.Add(loader); err != nil {
+		return fmt.Errorf("adding the ledger loader: %w", err)
+	}
+	if err := mgr.Add(eventhandlers.Expirer{Cache: c}); err != nil {
+		return fmt.Errorf("adding the reservation expirer: %w", err)
+	}
+	pods := &PodReconciler{
+		Client: mgr.GetClient(), Scheduler: sched, Queue: q, Handlers: handlers, Loaded: loader.Loaded(), Workers: opts.Workers,
+	}
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
-	if err := pods.SetupWithManager(ctx, mgr); err != nil {
+	if err := pods.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod controller: %w", err)
 	}
 	return nil
@@ -211,74 +229,6 @@ func validatePolicy(p *bindgatev1alpha1.BindingPolicy) (reason, message string, 
 		return bindgatev1alpha1.ReasonInvalidExpression, err.Error(), false
 	}
 	return "", "", true
-}
-
-// revalidate is the ledger's conflict check: after another writer changed a
-// policy's status, count its reservations and refuse pending ones that no
-// longer fit their node.
-//
-// The status read after the conflict may already lack a reservation that
-// the other replica released after binding its pod, while this process's
-// informer has not shown that pod bound yet: the capacity would look free.
-// So the pods bound to each node in question are read live from the API
-// server too (after the status, so they include every bind whose release
-// the status shows) and counted until the informer catches up.
-func revalidate(c *cache.Cache, live, cached client.Reader) ledger.Validator {
-	lookup := func(res *bindgatev1alpha1.Reservation) *corev1.Pod {
-		pod := &corev1.Pod{}
-		if err := cached.Get(context.Background(), types.NamespacedName{Namespace: res.PodNamespace, Name: res.PodName}, pod); err != nil {
-			return nil
-		}
-		return pod
-	}
-	return func(ctx context.Context, p *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
-		for i := range p.Status.Reservations {
-			c.AddRecorded(p.Name, &p.Status.Reservations[i], lookup)
-		}
-		lost := map[types.UID]error{}
-		// A pod another replica has recorded on another node is its: two
-		// replicas that placed the same pod must not both go on (the later
-		// record would overwrite the earlier one, and the node the other
-		// replica binds to would look free to this one).
-		recorded := make(map[types.UID]string, len(p.Status.Reservations))
-		for _, r := range p.Status.Reservations {
-			recorded[r.PodUID] = r.Node
-		}
-		for _, a := range adds {
-			if n, ok := recorded[a.PodUID]; ok && n != a.Node {
-				lost[a.PodUID] = fmt.Errorf("%w: pod %s/%s is already reserved on node %s", ledger.ErrLostRace, a.PodNamespace, a.PodName, n)
-			}
-		}
-		listed := map[string]bool{}
-		for _, a := range adds {
-			if listed[a.Node] {
-				continue
-			}
-			listed[a.Node] = true
-			var pods corev1.PodList
-			if err := live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": a.Node}); err != nil {
-				// Unsure what is on the node: let the cycle try again.
-				for _, b := range adds {
-					if b.Node == a.Node {
-						lost[b.PodUID] = fmt.Errorf("%w: listing the pods on node %s: %w", ledger.ErrLostRace, a.Node, err)
-					}
-				}
-				continue
-			}
-			for i := range pods.Items {
-				c.CountBound(&pods.Items[i])
-			}
-		}
-		for _, a := range adds {
-			if _, done := lost[a.PodUID]; done {
-				continue
-			}
-			if over := c.Overcommitted(a.Node); len(over) > 0 {
-				lost[a.PodUID] = fmt.Errorf("%w on node %s (%v)", ledger.ErrLostRace, a.Node, over)
-			}
-		}
-		return lost
-	}
 }
 
 // newPlacer builds kube-scheduler's framework over the cache. Its informer

@@ -16,6 +16,9 @@ limitations under the License.
 
 package controllers
 
+// What the pod controller writes on pods besides the scheduler's
+// conditions: PolicyMatched, and the end of a stranded pod's wait.
+
 import (
 	"context"
 	"fmt"
@@ -75,10 +78,8 @@ func (r *PodReconciler) pinnedNodeGone(ctx context.Context, host string) (bool, 
 // event says why, and any reservation it held is released.
 func (r *PodReconciler) recoverStranded(ctx context.Context, pod *corev1.Pod, why string) error {
 	log := ctrl.LoggerFrom(ctx)
-	if res, held := r.Cache.Reserved(pod.UID); held {
-		r.Ledger.Release(res.Policy, pod.UID)
-	}
-	r.forget(client.ObjectKeyFromObject(pod), pod.UID)
+	r.Handlers.Release(pod)
+	r.Queue.Forget(client.ObjectKeyFromObject(pod), pod.UID)
 	if owner := metav1.GetControllerOf(pod); owner != nil {
 		msg := fmt.Sprintf("Deleting the pod: %s; its %s %s creates a new one", why, owner.Kind, owner.Name)
 		r.Scheduler.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, bindgatev1alpha1.ReasonStranded, "Recover", msg)
@@ -101,9 +102,30 @@ func (r *PodReconciler) recoverStranded(ctx context.Context, pod *corev1.Pod, wh
 	})
 }
 
-// attemptsOf is how many unschedulable cycles the pod had in a row.
-func (r *PodReconciler) attemptsOf(pod *corev1.Pod) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.attempts[pod.UID]
+// setMatched writes the PolicyMatched condition (and a warning event when
+// no policy takes the pod) when it changes. A matched pod that never had
+// the condition needs no write.
+func (r *PodReconciler) setMatched(ctx context.Context, pod *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy, reason, msg string) error {
+	status := corev1.ConditionFalse
+	if pol != nil {
+		status, reason, msg = corev1.ConditionTrue, "Matched", "BindingPolicy "+pol.Name
+	}
+	found := false
+	for _, c := range pod.Status.Conditions {
+		if c.Type == bindgatev1alpha1.PodConditionPolicyMatched {
+			if c.Status == status && c.Reason == reason && c.Message == msg {
+				return nil
+			}
+			found = true
+		}
+	}
+	if status == corev1.ConditionTrue && !found {
+		return nil
+	}
+	if status == corev1.ConditionFalse {
+		r.Scheduler.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Matching", msg)
+	}
+	return r.Scheduler.Conditions().Set(ctx, pod, corev1.PodCondition{
+		Type: bindgatev1alpha1.PodConditionPolicyMatched, Status: status, Reason: reason, Message: msg,
+	})
 }

@@ -1,0 +1,238 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package eventhandlers keeps bindgate's in-memory state current from the
+// informers, as kube-scheduler's eventhandlers.go does: pods and nodes into
+// the cache, reservations recorded by others (another replica, or this
+// process before a restart) into the cache, reservations of pods that are
+// gone or bound released from the ledger, and unschedulable pods moved back
+// to the active queue on the events that can make them schedulable.
+//
+// It also holds the start-up load of the ledger (Loader) and the expiry of
+// released reservations (Expirer).
+package eventhandlers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/permit"
+	"github.com/bindgate/bindgate/internal/queue"
+)
+
+// Handlers are the informer event handlers of the binding cycle.
+type Handlers struct {
+	// Reader reads pods from the informer cache.
+	Reader client.Reader
+	Cache  *cache.Cache
+	Ledger *ledger.Ledger
+	Queue  *queue.Queue
+	// MemberGone, when set, is told of a reserved pod deleted before it
+	// bound: a gang that lost a member before it ran lets go of the rest.
+	MemberGone func(ctx context.Context, policy string, pod *corev1.Pod)
+}
+
+// Responsible says whether pod is one bindgate schedules: unbound and not
+// being deleted, and carrying the gate, naming bindgate as its scheduler,
+// ungated and pinned by bindgate but not bound (a restart), or holding a
+// reservation.
+func (h *Handlers) Responsible(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || h.Cache.RecentlyBound(pod.UID) {
+		return false
+	}
+	if bind.HasGate(pod) || pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
+		return true
+	}
+	if _, ungatedByUs := bind.SealedPolicy(pod); ungatedByUs {
+		return true
+	}
+	_, held := h.Cache.Reserved(pod.UID)
+	return held
+}
+
+// Register adds the handlers to the pod, node, policy and claim informers.
+func (h *Handlers) Register(ctx context.Context, informers crcache.Informers) error {
+	for _, r := range []struct {
+		obj client.Object
+		h   toolscache.ResourceEventHandlerFuncs
+	}{{
+		obj: &corev1.Pod{},
+		h: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    h.onPodAdd,
+			UpdateFunc: func(_, o any) { h.onPod(o, false) },
+			DeleteFunc: func(o any) { h.onPod(o, true) },
+		},
+	}, {
+		obj: &corev1.Node{},
+		h: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { h.onNode(nil, o, false) },
+			UpdateFunc: func(old, o any) { h.onNode(old, o, false) },
+			DeleteFunc: func(o any) { h.onNode(nil, o, true) },
+		},
+	}, {
+		obj: &bindgatev1alpha1.BindingPolicy{},
+		h: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { h.onPolicy(nil, o) },
+			UpdateFunc: h.onPolicy,
+			DeleteFunc: func(any) { h.Queue.MoveAllToActive() },
+		},
+	}, {
+		obj: &corev1.PersistentVolumeClaim{},
+		h: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { h.onClaim(ctx, o) },
+			UpdateFunc: func(_, o any) { h.onClaim(ctx, o) },
+			DeleteFunc: func(o any) { h.onClaim(ctx, o) },
+		},
+	}} {
+		inf, err := informers.GetInformer(ctx, r.obj)
+		if err != nil {
+			return fmt.Errorf("getting the %T informer: %w", r.obj, err)
+		}
+		if _, err := inf.AddEventHandler(r.h); err != nil {
+			return fmt.Errorf("watching %T: %w", r.obj, err)
+		}
+	}
+	return nil
+}
+
+// unwrap returns the object of a tombstone.
+func unwrap(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// onPodAdd: a new gang member may complete a waiting gang.
+func (h *Handlers) onPodAdd(obj any) {
+	h.onPod(obj, false)
+	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.Labels[bindgatev1alpha1.GroupLabel] != "" {
+		h.Queue.MoveAllToActive()
+	}
+}
+
+// onPod keeps the cache current and releases reservations of pods that are
+// gone or bound; a bound pod that ended frees room.
+func (h *Handlers) onPod(obj any, deleted bool) {
+	pod, ok := unwrap(obj).(*corev1.Pod)
+	if !ok {
+		return
+	}
+	res, held := h.Cache.Reserved(pod.UID)
+	if deleted {
+		h.Cache.DeletePod(pod.UID)
+	} else {
+		h.Cache.UpsertPod(pod)
+	}
+	if held && (deleted || pod.Spec.NodeName != "") {
+		h.Ledger.Release(res.Policy, pod.UID)
+	}
+	if held && deleted && pod.Spec.NodeName == "" && h.MemberGone != nil {
+		go h.MemberGone(context.Background(), res.Policy, pod)
+	}
+	if pod.Spec.NodeName != "" && (deleted || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		h.Queue.MoveAllToActive()
+	}
+}
+
+// onNode keeps the cache current; a node added, removed, or changed in
+// what placement reads (allocatable, labels, taints, unschedulable) may
+// help unschedulable pods, and pods reserved on a removed node are placed
+// again at once.
+func (h *Handlers) onNode(oldObj, newObj any, deleted bool) {
+	node, ok := unwrap(newObj).(*corev1.Node)
+	if !ok {
+		return
+	}
+	if deleted {
+		h.Cache.DeleteNode(node.Name)
+		h.Queue.MoveAllToActive()
+		return
+	}
+	h.Cache.UpsertNode(node)
+	if old, ok := oldObj.(*corev1.Node); ok {
+		if apiequality.Semantic.DeepEqual(old.Status.Allocatable, node.Status.Allocatable) &&
+			apiequality.Semantic.DeepEqual(old.Labels, node.Labels) &&
+			apiequality.Semantic.DeepEqual(old.Spec.Taints, node.Spec.Taints) &&
+			old.Spec.Unschedulable == node.Spec.Unschedulable {
+			return
+		}
+	}
+	h.Queue.MoveAllToActive()
+}
+
+// onPolicy counts reservations recorded by others and, when the spec or
+// the conditions changed, wakes unschedulable pods.
+func (h *Handlers) onPolicy(oldObj, newObj any) {
+	p, ok := newObj.(*bindgatev1alpha1.BindingPolicy)
+	if !ok {
+		return
+	}
+	for i := range p.Status.Reservations {
+		h.Cache.AddRecorded(p.Name, &p.Status.Reservations[i], h.ReservedPod)
+	}
+	if old, ok := oldObj.(*bindgatev1alpha1.BindingPolicy); !ok || old.Generation != p.Generation || !apiequality.Semantic.DeepEqual(old.Status.Conditions, p.Status.Conditions) {
+		h.Queue.MoveAllToActive()
+	}
+}
+
+// onClaim requeues the pods that use a claim that changed: their volumes
+// permit condition may now approve (or reject).
+func (h *Handlers) onClaim(ctx context.Context, obj any) {
+	pvc, ok := unwrap(obj).(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	var pods corev1.PodList
+	if err := h.Reader.List(ctx, &pods, client.InNamespace(pvc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if h.Responsible(pod) && slices.Contains(permit.ClaimNames(pod), pvc.Name) {
+			h.Queue.MoveToActive(client.ObjectKeyFromObject(pod))
+		}
+	}
+}
+
+// Release releases the reservation pod holds, if any.
+func (h *Handlers) Release(pod *corev1.Pod) {
+	if res, held := h.Cache.Reserved(pod.UID); held {
+		h.Ledger.Release(res.Policy, pod.UID)
+	}
+}
+
+// ReservedPod is the pod of a recorded reservation as the informer shows
+// it (nil when unknown).
+func (h *Handlers) ReservedPod(res *bindgatev1alpha1.Reservation) *corev1.Pod {
+	pod := &corev1.Pod{}
+	if err := h.Reader.Get(context.Background(), types.NamespacedName{Namespace: res.PodNamespace, Name: res.PodName}, pod); err != nil {
+		return nil
+	}
+	return pod
+}
