@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/util/workqueue"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/webhookclient"
@@ -93,13 +94,20 @@ type Rejection struct {
 type Caller struct {
 	Client *webhookclient.Client
 	// BaseBackoff is the first retry delay; it doubles per consecutive
-	// rejection of the same pod, up to MaxBackoff.
+	// rejection of the same pod, up to MaxBackoff (client-go's per-item
+	// exponential rate limiter).
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
 
-	mu       sync.Mutex
-	attempts map[types.UID]int
+	mu      sync.Mutex
+	limiter workqueue.TypedRateLimiter[types.UID]
+	// tracked counts the pods the limiter holds: pods deleted while
+	// rejected are never forgotten, so past maxTracked it starts over.
+	tracked int
 }
+
+// maxTracked bounds the pods whose backoff the caller remembers.
+const maxTracked = 100000
 
 // Name is how the bind webhook of policy is named in metrics and events.
 func Name(policy *bindgatev1alpha1.BindingPolicy) string {
@@ -141,7 +149,10 @@ func (c *Caller) Call(ctx context.Context, policy *bindgatev1alpha1.BindingPolic
 func (c *Caller) Forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.attempts, uid)
+	if c.limiter != nil && c.limiter.NumRequeues(uid) > 0 {
+		c.limiter.Forget(uid)
+		c.tracked--
+	}
 }
 
 func (c *Caller) reject(uid types.UID, reason string, wh *bindgatev1alpha1.Webhook, why string) *Rejection {
@@ -157,24 +168,23 @@ func (c *Caller) reject(uid types.UID, reason string, wh *bindgatev1alpha1.Webho
 }
 
 func (c *Caller) backoff(uid types.UID) time.Duration {
-	base, maxDelay := c.BaseBackoff, c.MaxBackoff
-	if base <= 0 {
-		base = DefaultBaseBackoff
-	}
-	if maxDelay <= 0 {
-		maxDelay = DefaultMaxBackoff
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.attempts == nil {
-		c.attempts = map[types.UID]int{}
+	if c.limiter == nil || c.tracked >= maxTracked {
+		base, maxDelay := c.BaseBackoff, c.MaxBackoff
+		if base <= 0 {
+			base = DefaultBaseBackoff
+		}
+		if maxDelay <= 0 {
+			maxDelay = DefaultMaxBackoff
+		}
+		c.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](base, maxDelay)
+		c.tracked = 0
 	}
-	if len(c.attempts) > 100000 {
-		clear(c.attempts) // pods deleted while rejected: start over
+	if c.limiter.NumRequeues(uid) == 0 {
+		c.tracked++
 	}
-	n := c.attempts[uid]
-	c.attempts[uid] = n + 1
-	return min(base<<min(n, 20), maxDelay)
+	return c.limiter.When(uid)
 }
 
 // Display is a webhook URL without credentials or query, for messages.

@@ -127,7 +127,8 @@ type Options struct {
 	// WorkersPerHook bounds the concurrent calls to one hook.
 	WorkersPerHook int
 	// BaseBackoff is the delay after the first failed attempt; it doubles
-	// per attempt up to MaxBackoff, with jitter.
+	// per attempt up to MaxBackoff (client-go's per-item exponential rate
+	// limiter), with jitter.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
 }
@@ -144,11 +145,14 @@ type hookKey struct{ policy, hook string }
 type hookQueue struct {
 	hookKey
 	q workqueue.TypedDelayingInterface[item]
+	// backoff counts each item's failed attempts and says how long it
+	// waits before the next.
+	backoff workqueue.TypedRateLimiter[item]
 
 	mu sync.Mutex
-	// attempts of the items queued or in flight; an item is tracked from
-	// its first enqueue until its outcome is recorded.
-	attempts map[types.UID]int
+	// tracked are the items queued or in flight, from their first enqueue
+	// until their outcome is recorded.
+	tracked map[types.UID]struct{}
 }
 
 // Dispatcher owns the per-hook queues. It is a manager Runnable.
@@ -225,9 +229,9 @@ func (d *Dispatcher) Enqueue(pod *corev1.Pod) {
 		d.mu.Unlock()
 
 		hq.mu.Lock()
-		_, tracked := hq.attempts[pod.UID]
+		_, tracked := hq.tracked[pod.UID]
 		if !tracked {
-			hq.attempts[pod.UID] = 0
+			hq.tracked[pod.UID] = struct{}{}
 		}
 		hq.mu.Unlock()
 		if !tracked {
@@ -243,9 +247,10 @@ func (d *Dispatcher) queue(k hookKey) *hookQueue {
 		return hq
 	}
 	hq := &hookQueue{
-		hookKey:  k,
-		q:        workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[item]{Name: ""}),
-		attempts: map[types.UID]int{},
+		hookKey: k,
+		q:       workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[item]{Name: ""}),
+		backoff: jittered[item]{workqueue.NewTypedItemExponentialFailureRateLimiter[item](d.opts.BaseBackoff, d.opts.MaxBackoff)},
+		tracked: map[types.UID]struct{}{},
 	}
 	d.queues[k] = hq
 	if d.ctx != nil {
@@ -293,8 +298,9 @@ func (d *Dispatcher) gcCompleted() {
 // untrack forgets an item whose outcome is recorded (or that is gone).
 func (d *Dispatcher) untrack(hq *hookQueue, it item, recorded bool) {
 	hq.mu.Lock()
-	delete(hq.attempts, it.UID)
+	delete(hq.tracked, it.UID)
 	hq.mu.Unlock()
+	hq.backoff.Forget(it)
 	if recorded {
 		d.mu.Lock()
 		d.completed[completedKey(it.UID, hq.hook)] = time.Now()
@@ -348,10 +354,7 @@ func (d *Dispatcher) process(ctx context.Context, hq *hookQueue, it item) {
 		d.finish(ctx, hq, it, 0, err.Error())
 		return
 	}
-	hq.mu.Lock()
-	hq.attempts[it.UID]++
-	attempt := hq.attempts[it.UID]
-	hq.mu.Unlock()
+	attempt := hq.backoff.NumRequeues(it) + 1
 
 	resp, err := d.opts.Webhooks.DoCloudEvent(ctx, webhookclient.KindPostBind, hq.hook, &hook.Webhook, id, body)
 	if ctx.Err() != nil {
@@ -378,7 +381,7 @@ func (d *Dispatcher) process(ctx context.Context, hq *hookQueue, it item) {
 		d.finish(ctx, hq, it, attempt, reason)
 		return
 	}
-	delay := d.backoff(attempt)
+	delay := hq.backoff.When(it)
 	log.V(4).Info("PostBind attempt failed, retrying", "id", id, "attempt", attempt, "maxAttempts", maxAttempts,
 		"retryAfter", delay, "reason", reason)
 	hq.q.AddAfter(it, delay)
@@ -408,11 +411,12 @@ func (d *Dispatcher) finish(ctx context.Context, hq *hookQueue, it item, attempt
 	d.untrack(hq, it, true)
 }
 
-// backoff is the delay after attempt (1-based): BaseBackoff doubled per
-// attempt, capped at MaxBackoff, then jittered into [d/2, d].
-func (d *Dispatcher) backoff(attempt int) time.Duration {
-	delay := min(d.opts.BaseBackoff<<min(attempt-1, 20), d.opts.MaxBackoff)
-	half := delay / 2
+// jittered draws each delay of a rate limiter from [d/2, d], so that the
+// retries of many pods to one receiver spread out.
+type jittered[T comparable] struct{ workqueue.TypedRateLimiter[T] }
+
+func (j jittered[T]) When(it T) time.Duration {
+	half := j.TypedRateLimiter.When(it) / 2
 	return half + time.Duration(rand.Int64N(int64(half)+1))
 }
 

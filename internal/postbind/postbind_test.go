@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/webhookclient"
@@ -108,13 +109,23 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestBackoff: the n-th failed attempt of an item waits BaseBackoff
+// doubled n-1 times, capped at MaxBackoff, jittered into [d/2, d]; each
+// item counts on its own.
 func TestBackoff(t *testing.T) {
-	d := NewDispatcher(Options{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
-	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 5: time.Second, 30: time.Second} {
-		for range 50 {
-			if got := d.backoff(attempt); got < want/2 || got > want {
-				t.Fatalf("backoff(%d) = %s, want within [%s, %s]", attempt, got, want/2, want)
+	base, maxDelay := 100*time.Millisecond, time.Second
+	want := []time.Duration{base, 2 * base, 4 * base, 8 * base, maxDelay, maxDelay}
+	for range 50 {
+		j := jittered[item]{workqueue.NewTypedItemExponentialFailureRateLimiter[item](base, maxDelay)}
+		for n, w := range want {
+			for _, it := range []item{{Name: "a", UID: "a"}, {Name: "b", UID: "b"}} {
+				if got := j.When(it); got < w/2 || got > w {
+					t.Fatalf("attempt %d of %s: backoff %s, want within [%s, %s]", n+1, it.Name, got, w/2, w)
+				}
 			}
+		}
+		if n := j.NumRequeues(item{Name: "a", UID: "a"}); n != len(want) {
+			t.Fatalf("NumRequeues = %d, want %d", n, len(want))
 		}
 	}
 }
