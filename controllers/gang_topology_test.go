@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -239,5 +240,64 @@ func TestGangMemberDeletedReleasesAll(t *testing.T) {
 	})
 	if n := countBound(t, ns); n != 0 {
 		t.Fatalf("%d members bound", n)
+	}
+}
+
+// TestPodGroupGang: pods that name an upstream PodGroup (Workload API,
+// scheduling.k8s.io/v1beta1) with a gang policy are one gang with its
+// minCount and topology key, under a policy that has no gang condition and
+// without bindgate's group label.
+func TestPodGroupGang(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("podgroup")
+	pool(t, pol)
+	racks(t, pol, map[string]string{"a": "z1", "b": "z1"})
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy:      schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}},
+			SchedulingConstraints: &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackLabel}}},
+		},
+	}
+	if err := env.Client.Create(context.Background(), pg); err != nil {
+		t.Fatal(err)
+	}
+	member := func(name string) {
+		b := newPod(ns, name).policy(pol).req(corev1.ResourceCPU, "2")
+		b.p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &pg.Name}
+		b.create(t)
+	}
+	member("w0")
+	member("w1")
+	eventually(t, 30*time.Second, "two members wait for the third", func() (bool, error) {
+		for _, m := range []string{"w0", "w1"} {
+			if !strings.Contains(permittedMessage(t, ns, m), "gang train: 2/3 members exist, none reserved") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if n := countBound(t, ns); n != 0 {
+		t.Fatalf("%d members bound before the gang is complete", n)
+	}
+	member("w2")
+	var nodes []*corev1.Node
+	eventually(t, 30*time.Second, "the gang bound together", func() (bool, error) {
+		nodes = nodes[:0]
+		for _, p := range listPods(t, ns) {
+			if p.Spec.NodeName != "" {
+				n := &corev1.Node{}
+				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, n); err != nil {
+					return false, err
+				}
+				nodes = append(nodes, n)
+			}
+		}
+		return len(nodes) == 3, nil
+	})
+	if r := labelValues(nodes, rackLabel); r.Len() != 1 {
+		t.Errorf("PodGroup with topology key %s spread over racks %v", rackLabel, sets.List(r))
 	}
 }

@@ -195,6 +195,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	permits.Gangs = sched.Gangs()
 	handlers.MemberGone = sched.Gangs().MemberGone
+	if err := setupPodGroups(ctx, mgr, sched.Gangs()); err != nil {
+		return err
+	}
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = q.Activate
 	sched.Durability = ledger.Durability{All: opts.DurableAll()}

@@ -47,7 +47,11 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
-	testenv.Main(m, &env)
+	// The Workload API (PodGroups) is served, as on a cluster that enables
+	// it, so that gangs from PodGroups are tested.
+	testenv.Main(m, &env, testenv.WithAPIServerArgs(
+		"feature-gates", "GenericWorkload=true",
+		"runtime-config", "scheduling.k8s.io/v1beta1=true"))
 }
 
 func zapLevel() zapcore.Level {

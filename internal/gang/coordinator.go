@@ -18,11 +18,14 @@ package gang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -65,12 +68,19 @@ type Handle interface {
 	RecentlyBound(uid types.UID) bool
 }
 
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;list;watch
+
 // Coordinator runs the group step of gangs. Create one per process.
 type Coordinator struct {
 	// Client lists a gang's members and the nodes (the manager's cache).
 	Client client.Client
 	Handle Handle
 	Clock  clock.PassiveClock
+
+	// PodGroups says the API server serves scheduling.k8s.io/v1beta1
+	// PodGroups: a pod naming one in spec.schedulingGroup is a member of
+	// its gang (minCount, topology keys).
+	PodGroups bool
 
 	// mu serialises the all-or-nothing reservation of gangs.
 	mu sync.Mutex
@@ -81,7 +91,7 @@ type Coordinator struct {
 func key(ns, group string) string { return ns + "/" + group }
 
 func (c *Coordinator) placement(pod *corev1.Pod) (Placement, bool) {
-	v, ok := c.placed.Load(key(pod.Namespace, pod.Labels[bindgatev1alpha1.GroupLabel]))
+	v, ok := c.placed.Load(key(pod.Namespace, groupOf(pod)))
 	if !ok {
 		return Placement{}, false
 	}
@@ -92,11 +102,60 @@ func (c *Coordinator) placement(pod *corev1.Pod) (Placement, bool) {
 // a reservation another member's step holds only tentatively (and may
 // still roll back) is never read as a final one.
 func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, f func()) {
-	if _, ok := Of(policy, pod); ok {
+	if _, ok := Of(policy, pod); ok || (c.PodGroups && PodGroupName(pod) != "") {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 	}
 	f()
+}
+
+// spec returns the pod's gang: its upstream PodGroup's when it names one
+// with a gang scheduling policy (a PodGroup not created yet is an error:
+// the pod waits for it), else its policy's gang condition and group label.
+func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (Spec, bool, error) {
+	name := PodGroupName(pod)
+	if !c.PodGroups || name == "" {
+		s, ok := Of(policy, pod)
+		return s, ok, nil
+	}
+	pg := &schedulingv1beta1.PodGroup{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Spec{Condition: "gang", Group: name, PodGroup: true}, true, errPodGroupMissing
+		}
+		return Spec{}, false, fmt.Errorf("reading PodGroup %s: %w", name, err)
+	}
+	gp := pg.Spec.SchedulingPolicy.Gang
+	if gp == nil {
+		return Spec{}, false, nil // a basic PodGroup: pods are placed one by one
+	}
+	s := Spec{Condition: "gang", Group: name, MinMember: int(gp.MinCount), PodGroup: true}
+	if pc, ok := Of(policy, pod); ok {
+		s.Condition = pc.Condition
+	}
+	if sc := pg.Spec.SchedulingConstraints; sc != nil && len(sc.Topology) > 0 {
+		for _, t := range sc.Topology {
+			s.Levels = append(s.Levels, t.Key)
+		}
+		s.Required = true
+	}
+	return s, true, nil
+}
+
+var errPodGroupMissing = errors.New("PodGroup not found")
+
+// members lists the pods of the gang.
+func (c *Coordinator) members(ctx context.Context, ns string, spec Spec) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	match := client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}
+	var opt client.ListOption = match
+	if spec.PodGroup {
+		opt = client.MatchingFields{PodGroupIndex: spec.Group}
+	}
+	if err := c.Client.List(ctx, &list, client.InNamespace(ns), opt); err != nil {
+		return nil, fmt.Errorf("listing gang %s: %w", spec.Group, err)
+	}
+	return list.Items, nil
 }
 
 // Reserve is the group step, run before the pod's own Reserve. A nil
@@ -111,7 +170,13 @@ func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod
 // when it has a topology). Before that, every unplaced member is placed in
 // one scheduling cycle: all of them get a reservation or none does.
 func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
-	spec, ok := Of(policy, pod)
+	spec, ok, err := c.spec(ctx, policy, pod)
+	if errors.Is(err, errPodGroupMissing) {
+		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group))
+	}
+	if err != nil {
+		return framework.AsStatus(err)
+	}
 	if !ok {
 		return nil
 	}
@@ -120,14 +185,13 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 	if _, _, held := c.Handle.Reserved(pod.UID); held {
 		return nil // reserved by another member's step
 	}
-	var list corev1.PodList
-	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
-		return framework.AsStatus(fmt.Errorf("listing gang %s: %w", spec.Group, err))
+	items, err := c.members(ctx, pod.Namespace, spec)
+	if err != nil {
+		return framework.AsStatus(err)
 	}
 	var placed, pending []*corev1.Pod
-	for i := range list.Items {
-		m := &list.Items[i]
+	for i := range items {
+		m := &items[i]
 		if m.DeletionTimestamp != nil {
 			continue
 		}
@@ -305,21 +369,20 @@ func (c *Coordinator) wait(ctx context.Context, spec Spec, members []*corev1.Pod
 // unbound member of its gang holds under policy: a gang times out as a
 // whole, so no member keeps capacity the others can no longer use.
 func (c *Coordinator) Release(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) {
-	spec, ok := Of(policy, pod)
-	if !ok {
+	spec, ok, err := c.spec(ctx, policy, pod)
+	if err != nil || !ok {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.placed.Delete(key(pod.Namespace, spec.Group))
-	var list corev1.PodList
-	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
+	items, err := c.members(ctx, pod.Namespace, spec)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang to release it", "group", spec.Group)
 		return
 	}
-	for i := range list.Items {
-		m := &list.Items[i]
+	for i := range items {
+		m := &items[i]
 		if m.UID == pod.UID || m.Spec.NodeName != "" {
 			continue
 		}
@@ -333,18 +396,17 @@ func (c *Coordinator) Release(ctx context.Context, policy *bindgatev1alpha1.Bind
 // policy named policyName, was deleted before it was bound: the other
 // members are woken, so that each checks its gang (Check) in its own cycle.
 func (c *Coordinator) MemberGone(ctx context.Context, policyName string, pod *corev1.Pod) {
-	group := pod.Labels[bindgatev1alpha1.GroupLabel]
+	group := groupOf(pod)
 	if group == "" {
 		return
 	}
-	var list corev1.PodList
-	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: group}); err != nil {
+	items, err := c.members(ctx, pod.Namespace, Spec{Group: group, PodGroup: c.PodGroups && PodGroupName(pod) != ""})
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang of a deleted member", "group", group)
 		return
 	}
-	for i := range list.Items {
-		m := &list.Items[i]
+	for i := range items {
+		m := &items[i]
 		if _, p, ok := c.Handle.Reserved(m.UID); ok && p == policyName && m.UID != pod.UID {
 			c.Handle.Wake(m)
 		}
@@ -357,20 +419,19 @@ func (c *Coordinator) MemberGone(ctx context.Context, policyName string, pod *co
 // on, and must not keep capacity meanwhile: Unschedulable asks the caller
 // to release the pod's reservation; its next cycle says why it waits.
 func (c *Coordinator) Check(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
-	spec, ok := Of(policy, pod)
-	if !ok {
-		return nil
+	spec, ok, err := c.spec(ctx, policy, pod)
+	if err != nil || !ok {
+		return nil // a PodGroup deleted under a placed gang: let it go on
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var list corev1.PodList
-	if err := c.Client.List(ctx, &list, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}); err != nil {
-		return framework.AsStatus(fmt.Errorf("listing gang %s: %w", spec.Group, err))
+	items, err := c.members(ctx, pod.Namespace, spec)
+	if err != nil {
+		return framework.AsStatus(err)
 	}
 	placed := 0
-	for i := range list.Items {
-		m := &list.Items[i]
+	for i := range items {
+		m := &items[i]
 		if m.Spec.NodeName != "" || c.Handle.RecentlyBound(m.UID) {
 			return nil // the gang runs already
 		}

@@ -52,6 +52,10 @@ type Spec struct {
 	Levels []string
 	// Required never splits the gang across domains of the widest level.
 	Required bool
+	// PodGroup is set for a member of an upstream PodGroup
+	// (spec.schedulingGroup.podGroupName; Group is then that name): the
+	// members are the pods that name it.
+	PodGroup bool
 }
 
 // Of returns the gang the pod belongs to under policy: its group label and
@@ -215,6 +219,26 @@ type Permit struct {
 	placed func(pod *corev1.Pod) (Placement, bool)
 }
 
+// PodGroupIndex is the pod cache's field index of
+// spec.schedulingGroup.podGroupName.
+const PodGroupIndex = "spec.schedulingGroup.podGroupName"
+
+// PodGroupName returns the PodGroup a pod names, or "".
+func PodGroupName(pod *corev1.Pod) string {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName
+	}
+	return ""
+}
+
+// groupOf is the gang key of a pod: its PodGroup, else its group label.
+func groupOf(pod *corev1.Pod) string {
+	if n := PodGroupName(pod); n != "" {
+		return n
+	}
+	return pod.Labels[bindgatev1alpha1.GroupLabel]
+}
+
 var _ framework.PermitPlugin = Permit{}
 
 // NewPermit returns the permit plugin of the gang condition name; c (may be
@@ -234,7 +258,7 @@ func (g Permit) Name() string { return g.name }
 func (g Permit) Permit(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, _ *corev1.Node) (*framework.Status, time.Duration) {
 	if g.placed != nil {
 		if p, ok := g.placed(pod); ok && p.String() != "" {
-			return framework.NewStatus(framework.Success, fmt.Sprintf("gang %s placed %s", pod.Labels[bindgatev1alpha1.GroupLabel], p)), 0
+			return framework.NewStatus(framework.Success, fmt.Sprintf("gang %s placed %s", groupOf(pod), p)), 0
 		}
 	}
 	return nil, 0

@@ -108,7 +108,7 @@ func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.Binding
 	if !ok {
 		return errors.New("the reservation is gone")
 	}
-	return h.s.Ledger.Record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
+	return h.s.record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
 }
 
 func (h gangHandle) Waiting(ctx context.Context, pod *corev1.Pod, msg string) {

@@ -263,7 +263,7 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 		return Outcome{}, nil
 	}
 	r := ledger.NewReservation(pod, c.Node, state.PodRequests.ResourceList(), s.Clock.Now(), nil)
-	if err := s.Ledger.Record(ctx, state.Policy.Name, r); err != nil {
+	if err := s.record(ctx, state.Policy.Name, r); err != nil {
 		s.forgetCycle(ctx, pod)
 		s.Cache.Unreserve(pod.UID, false)
 		if errors.Is(err, ledger.ErrLostRace) {
@@ -404,7 +404,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		// A new wait: make the deadline durable first, then report it.
 		dl := metav1.NewTime(deadline)
 		r := ledger.NewReservation(pod, node.Name, state.PodRequests.ResourceList(), reservedAt, &dl)
-		if err := s.Ledger.Record(ctx, policy.Name, r); err != nil {
+		if err := s.record(ctx, policy.Name, r); err != nil {
 			if errors.Is(err, ledger.ErrLostRace) || errors.Is(err, ledger.ErrPolicyGone) {
 				s.unreserve(ctx, state, pod, node.Name)
 				return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, true
@@ -566,8 +566,23 @@ func (s *Scheduler) recordHeld(ctx context.Context, policy string, pod *corev1.P
 		return nil
 	}
 	r := ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), res.ReservedAt, deadline)
-	if err := s.Ledger.Record(ctx, policy, r); err != nil {
+	if err := s.record(ctx, policy, r); err != nil {
 		return fmt.Errorf("recording the reservation of a waiting pod: %w", err)
+	}
+	return nil
+}
+
+// record makes a reservation durable. A pod deleted (or its reservation
+// released) while the write was on its way must not leave the record
+// behind: the release the deletion caused may have gone first. The record
+// is released again then, and the write reported as a lost race.
+func (s *Scheduler) record(ctx context.Context, policy string, r *bindgatev1alpha1.Reservation) error {
+	if err := s.Ledger.Record(ctx, policy, r); err != nil {
+		return err
+	}
+	if res, held := s.Cache.Reserved(r.PodUID); !held || res.Policy != policy {
+		s.Ledger.Release(policy, r.PodUID)
+		return fmt.Errorf("%w: the reservation of %s/%s was released while it was recorded", ledger.ErrLostRace, r.PodNamespace, r.PodName)
 	}
 	return nil
 }

@@ -78,3 +78,14 @@ func (e *Env) ServeWebhooks(t testing.TB, setup func(ctrl.Manager) error) {
 		}
 	})
 }
+
+// WithAPIServerArgs sets kube-apiserver flags (name, value pairs), such as
+// feature-gates and runtime-config.
+func WithAPIServerArgs(nameValues ...string) Option {
+	return func(env *envtest.Environment) {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		for i := 0; i+1 < len(nameValues); i += 2 {
+			args.Append(nameValues[i], nameValues[i+1])
+		}
+	}
+}
