@@ -282,9 +282,21 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 			delete(byUID, o.remove)
 		}
 	}
+	// An addition that a later removal of the same pod in this batch
+	// undoes is not applied: the pod was released (deleted, bound) after
+	// it was recorded, and removals going first must not resurrect it.
+	removedAt := map[types.UID]int{}
+	for i, o := range ops {
+		if o.add == nil && (results == nil || results[i] == nil) {
+			removedAt[o.remove] = i
+		}
+	}
 	full := 0
 	for i, o := range ops {
 		if o.add == nil || (results != nil && results[i] != nil) {
+			continue
+		}
+		if j, ok := removedAt[o.add.PodUID]; ok && j > i {
 			continue
 		}
 		old, ok := byUID[o.add.PodUID]

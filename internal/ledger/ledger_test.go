@@ -78,6 +78,10 @@ func TestApply(t *testing.T) {
 			ops:   []op{{remove: "uid-a"}, {add: res("a", "n2", "1", false)}},
 			want:  summary{Pods: []string{"a@n2"}, Reserved: 1, CPU: "1"},
 		},
+		"add then remove the same pod in one batch leaves nothing (deleted while recorded)": {
+			ops:  []op{{add: res("a", "n1", "1", true)}, {add: res("b", "n1", "1", false)}, {remove: "uid-a"}},
+			want: summary{Pods: []string{"b@n1"}, Reserved: 1, CPU: "1"},
+		},
 		"add replaces the entry of the same pod (permit deadline set)": {
 			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
 			ops:   []op{{add: res("a", "n1", "1", true)}},
