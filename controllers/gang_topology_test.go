@@ -301,3 +301,21 @@ func TestPodGroupGang(t *testing.T) {
 		t.Errorf("PodGroup with topology key %s spread over racks %v", rackLabel, sets.List(r))
 	}
 }
+
+// TestGangSchedulerName: members that name schedulerName: bindgate (no
+// gate) are placed together as gated ones are.
+func TestGangSchedulerName(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("gangsn")
+	pool(t, pol, withTopologyGang(3, &bindgatev1alpha1.GangTopology{Key: rackLabel}))
+	racks(t, pol, map[string]string{"a": "z1", "b": "z1"})
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	for i := range 3 {
+		newPod(ns, fmt.Sprintf("s%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "sn").req(corev1.ResourceCPU, "2").schedulerName().create(t)
+	}
+	nodes := waitGangBound(t, ns, "sn", 3)
+	if r := labelValues(nodes, rackLabel); r.Len() != 1 {
+		t.Errorf("gang spread over racks %v", sets.List(r))
+	}
+}

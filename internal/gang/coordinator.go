@@ -199,7 +199,10 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 			placed = append(placed, m)
 			continue
 		}
-		if m.UID != pod.UID && (!bind.HasGate(m) || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
+		// Only pods bindgate places (gated, or schedulerName: bindgate)
+		// under the same policy label are placed with the pod.
+		ours := bind.HasGate(m) || m.Spec.SchedulerName == bindgatev1alpha1.SchedulerName
+		if m.UID != pod.UID && (!ours || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
 			continue
 		}
 		pending = append(pending, m)

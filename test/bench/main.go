@@ -78,12 +78,17 @@ type workload struct {
 }
 
 type result struct {
-	Contender    string
-	Workload     string
-	Rep          int
-	PodsPerSec   float64 // over the first-bind..last-bind window
-	Total        time.Duration
-	PeakRSSMiB   float64
+	Contender  string
+	Workload   string
+	Rep        int
+	PodsPerSec float64 // over the first-bind..last-bind window
+	Total      time.Duration
+	PeakRSSMiB float64
+	// GangsOneRack is, for the gang workloads, the fraction of gangs
+	// placed inside one rack.
+	GangsOneRack float64
+	// Gangs marks a gang workload's result.
+	Gangs        bool
 	WritesPerPod float64
 	Writes       map[string]float64 // by resource/verb
 	// WriteLatency is the API server's mean time per write, by resource/verb.
@@ -118,6 +123,7 @@ func main() {
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
 		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,ungate+kube-scheduler,raw-bind", "Comma-separated contenders to run.")
+		heap      = flag.String("heap", "", "Write a heap profile of bindgate's first run, taken once every pod is bound, to this file.")
 		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
@@ -131,6 +137,8 @@ func main() {
 		"stream100":    {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
 		"antiaffinity": {Name: "pod anti-affinity: 500 nodes / 1000 pods in 4 anti-affine groups", Nodes: 500, Pods: 1000, Kind: KindAntiAffinity},
 		"spread":       {Name: "topology spread: 1000 nodes in 3 zones / 5000 pods", Nodes: 1000, Pods: 5000, Kind: KindSpread},
+		"gangs":        {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 512, Kind: KindGang},
+		"gangs-rack":   {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, each Required in one rack", Nodes: 512, Pods: 512, Kind: KindGangRack},
 	}
 	var results []result
 	var order []string
@@ -147,6 +155,9 @@ func main() {
 				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler, ungate+kube-scheduler or raw-bind)\n", c)
 				os.Exit(2)
 			}
+			if isGang(w.Kind) && c != Bindgate && c != BindgateSchedulerName {
+				continue // gangs need a gang scheduler
+			}
 			if c != RawBind || (w.Rate == 0 && w.Kind == KindPlain) {
 				contenders = append(contenders, c)
 			}
@@ -159,9 +170,9 @@ func main() {
 			}
 			for _, c := range cs {
 				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
-				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof,
+				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof, heap: *heap,
 					apiProfile: *apiProf && rep == 1 && w.Rate == 0, profileDir: *profDir})
-				*pprof = ""
+				*pprof, *heap = "", ""
 				if r.Phases != "" {
 					fmt.Printf("   phases: %s\n", r.Phases)
 				}
@@ -178,6 +189,9 @@ func main() {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
 				}
 				fmt.Printf("   placement check: %s\n", r.Check)
+				if isGang(w.Kind) {
+					fmt.Printf("   gangs: %.1f gangs/s, %.0f%% within one rack\n", r.PodsPerSec/gangSize, 100*r.GangsOneRack)
+				}
 				if r.Err != "" {
 					fmt.Printf("   error: %s\n", r.Err)
 				} else {
@@ -203,6 +217,7 @@ type runConfig struct {
 	bindgate, scheduler string
 	workers             int
 	pprof               string
+	heap                string
 	apiProfile          bool
 	profileDir          string
 }
@@ -300,7 +315,7 @@ func createNodes(ctx context.Context, cs kubernetes.Interface, n int) error {
 	return parallel(n, 32, func(i int) error {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Labels: map[string]string{
-				corev1.LabelHostname: fmt.Sprintf("node-%05d", i), "pool": "bench", corev1.LabelTopologyZone: zoneOf(i),
+				corev1.LabelHostname: fmt.Sprintf("node-%05d", i), "pool": "bench", corev1.LabelTopologyZone: zoneOf(i), rackLabel: rackOf(i),
 			}},
 			Status: corev1.NodeStatus{
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("128Gi"), corev1.ResourcePods: resource.MustParse("110")},
@@ -389,6 +404,9 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	if isBindgate {
 		pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 			Spec: bindgatev1alpha1.BindingPolicySpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bench"}}}}
+		if isGang(w.Kind) {
+			pol.Spec.Permit = gangPermit(w.Kind)
+		}
 		if err := cp.cl.Create(ctx, pol); err != nil {
 			return fail(err)
 		}
@@ -424,8 +442,10 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			"--durable-reservations=waiting",
 			"--operator-namespace=default", // holds the seal key Secret
 			"--metrics-bind-address=127.0.0.1:18080", "--metrics-secure=false", "--health-probe-bind-address=0", "--workers", strconv.Itoa(rc.workers), "--zap-log-level=error")
-		if rc.pprof != "" {
+		if rc.pprof != "" || rc.heap != "" {
 			proc.Args = append(proc.Args, "--pprof-bind-address=127.0.0.1:6061")
+		}
+		if rc.pprof != "" {
 			go func() {
 				time.Sleep(time.Second)
 				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=3").CombinedOutput()
@@ -496,7 +516,8 @@ leaderElection:
 	}
 	res.Total = time.Since(start)
 	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
-	if res.Check = checkPlacement(ctx, cp.cs, w.Kind); res.Check != "" {
+	res.Gangs = isGang(w.Kind)
+	if res.Check, res.GangsOneRack = checkPlacementGangs(ctx, cp.cs, w.Kind); res.Check != "" {
 		res.Err = "placement check: " + res.Check
 	} else {
 		res.Check = "ok"
@@ -513,6 +534,13 @@ leaderElection:
 	res.CPU = perPod(cpuBefore, cp.cpu(ctx, apiAfter, contender, pid), want)
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
+	}
+	if isBindgate && rc.heap != "" {
+		// The heap once every pod is bound: what the operator keeps.
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.heap, "http://127.0.0.1:6061/debug/pprof/heap").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "heap profile: %v\n%s", err, out)
+		}
 	}
 	if isBindgate {
 		res.Phases = phaseMeans(ctx)

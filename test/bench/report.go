@@ -123,6 +123,7 @@ func render(workloads []string, results []result, args []string) string {
 				fmt.Fprintf(&b, "\n> %s failed once: %s\n", c, e)
 			}
 		}
+		renderGangs(&b, results, w)
 		renderCPU(&b, results, w)
 		for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler} {
 			s := summarize(results, w, c)
@@ -249,4 +250,21 @@ func plotCurves(path string, results []result) error {
 	p.Legend.Top = false
 	p.Legend.Left = false
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// renderGangs adds, for a gang workload, gangs placed per second and the
+// fraction of gangs inside one rack (medians).
+func renderGangs(b *strings.Builder, results []result, w string) {
+	for _, c := range []string{Bindgate, BindgateSchedulerName} {
+		var gps, frac []float64
+		for _, r := range results {
+			if r.Workload == w && r.Contender == c && r.Err == "" && r.Gangs {
+				gps = append(gps, r.PodsPerSec/gangSize)
+				frac = append(frac, r.GangsOneRack)
+			}
+		}
+		if len(gps) > 0 {
+			fmt.Fprintf(b, "\n%s: %.1f gangs/s, %.0f%% of gangs within one rack.\n", c, median(gps), 100*median(frac))
+		}
+	}
 }

@@ -21,14 +21,17 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
 )
 
@@ -41,7 +44,61 @@ const (
 	KindAntiAffinity = "antiaffinity"
 	// KindSpread: every pod spread over zones (maxSkew 1, DoNotSchedule).
 	KindSpread = "spread"
+	// KindGang: gangs of gangSize pods of 16 CPU (two per node) under a
+	// policy with a gang condition; bindgate only.
+	KindGang = "gang"
+	// KindGangRack: the same gangs, each required inside one rack.
+	KindGangRack = "gang-rack"
 )
+
+// gangSize is the members per gang of the gang workloads; nodesPerRack
+// nodes share a rackLabel value.
+const (
+	gangSize     = 8
+	nodesPerRack = 16
+	rackLabel    = "bench.example.com/rack"
+)
+
+func rackOf(i int) string { return fmt.Sprintf("rack-%02d", i/nodesPerRack) }
+
+func isGang(kind string) bool { return kind == KindGang || kind == KindGangRack }
+
+// gangPermit is the bench policy's permit section for a gang workload.
+func gangPermit(kind string) *bindgatev1alpha1.Permit {
+	g := &bindgatev1alpha1.GangCondition{MinMember: gangSize}
+	if kind == KindGangRack {
+		g.Topology = &bindgatev1alpha1.GangTopology{Key: rackLabel}
+	}
+	return &bindgatev1alpha1.Permit{
+		Timeout:    &metav1.Duration{Duration: 10 * time.Minute},
+		Conditions: []bindgatev1alpha1.PermitCondition{{Name: "gang", Gang: g}},
+	}
+}
+
+// gangStats returns how many gangs are fully bound and how many of those
+// sit inside one rack.
+func gangStats(pods []corev1.Pod, rack map[string]string) (complete, oneRack int) {
+	nodes := map[string][]string{}
+	for _, p := range pods {
+		if g := p.Labels[bindgatev1alpha1.GroupLabel]; g != "" && p.Spec.NodeName != "" {
+			nodes[g] = append(nodes[g], p.Spec.NodeName)
+		}
+	}
+	for _, ns := range nodes {
+		if len(ns) < gangSize {
+			continue
+		}
+		complete++
+		racks := map[string]bool{}
+		for _, n := range ns {
+			racks[rack[n]] = true
+		}
+		if len(racks) == 1 {
+			oneRack++
+		}
+	}
+	return complete, oneRack
+}
 
 const antiAffinityGroups = 4
 
@@ -59,6 +116,12 @@ func zoneOf(i int) string { return fmt.Sprintf("zone-%d", i%3) }
 // shape gives pod i the constraints of the workload's kind.
 func shape(p *corev1.Pod, i int, kind string) {
 	switch kind {
+	case KindGang, KindGangRack:
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[bindgatev1alpha1.GroupLabel] = fmt.Sprintf("gang-%04d", i/gangSize)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("16")
 	case KindAntiAffinity:
 		group := fmt.Sprintf("g%d", i%antiAffinityGroups)
 		if p.Labels == nil {
@@ -127,18 +190,28 @@ func hasGate(p *corev1.Pod, name string) bool {
 // workload's own constraint held (anti-affine groups on distinct nodes, zone
 // skew at most 1). It returns "" when the placement is correct.
 func checkPlacement(ctx context.Context, cs kubernetes.Interface, kind string) string {
+	breach, _ := checkPlacementGangs(ctx, cs, kind)
+	return breach
+}
+
+// checkPlacementGangs is checkPlacement that also returns, for the gang
+// workloads, the fraction of whole gangs that sit inside one rack.
+func checkPlacementGangs(ctx context.Context, cs kubernetes.Interface, kind string) (string, float64) {
+	var frac float64
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err.Error()
+		return err.Error(), frac
 	}
 	pods, err := cs.CoreV1().Pods("bench").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err.Error()
+		return err.Error(), frac
 	}
 	zone := map[string]string{}
+	rack := map[string]string{}
 	alloc := map[string]*framework.Resource{}
 	for _, n := range nodes.Items {
 		zone[n.Name] = n.Labels[corev1.LabelTopologyZone]
+		rack[n.Name] = n.Labels[rackLabel]
 		alloc[n.Name] = framework.NewResource(n.Status.Allocatable)
 	}
 	used := map[string]*framework.Resource{}
@@ -159,7 +232,7 @@ func checkPlacement(ctx context.Context, cs kubernetes.Interface, kind string) s
 		case KindAntiAffinity:
 			key := p.Labels["group"] + "@" + p.Spec.NodeName
 			if groupNodes[key] {
-				return fmt.Sprintf("two pods of anti-affine group %s on node %s", p.Labels["group"], p.Spec.NodeName)
+				return fmt.Sprintf("two pods of anti-affine group %s on node %s", p.Labels["group"], p.Spec.NodeName), frac
 			}
 			groupNodes[key] = true
 		case KindSpread:
@@ -169,10 +242,10 @@ func checkPlacement(ctx context.Context, cs kubernetes.Interface, kind string) s
 	for n, u := range used {
 		a := alloc[n]
 		if a == nil {
-			return fmt.Sprintf("pod bound to unknown node %s", n)
+			return fmt.Sprintf("pod bound to unknown node %s", n), frac
 		}
 		if u.MilliCPU > a.MilliCPU || u.Memory > a.Memory || count[n] > a.AllowedPodNumber {
-			return fmt.Sprintf("node %s overcommitted", n)
+			return fmt.Sprintf("node %s overcommitted", n), frac
 		}
 	}
 	if kind == KindSpread && len(perZone) > 0 {
@@ -182,8 +255,26 @@ func checkPlacement(ctx context.Context, cs kubernetes.Interface, kind string) s
 		}
 		sort.Ints(c)
 		if len(perZone) < 3 || c[len(c)-1]-c[0] > 1 {
-			return fmt.Sprintf("zone skew above 1: %v", perZone)
+			return fmt.Sprintf("zone skew above 1: %v", perZone), frac
 		}
 	}
-	return ""
+	if isGang(kind) {
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		complete, oneRack := gangStats(pods.Items, rack)
+		if complete > 0 {
+			frac = float64(oneRack) / float64(complete)
+		}
+		if complete*gangSize != bound {
+			return fmt.Sprintf("%d pods bound but only %d whole gangs of %d: a gang bound in part", bound, complete, gangSize), frac
+		}
+		if kind == KindGangRack && oneRack != complete {
+			return fmt.Sprintf("%d of %d gangs span racks under a Required rack topology", complete-oneRack, complete), frac
+		}
+	}
+	return "", frac
 }
