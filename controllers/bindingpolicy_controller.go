@@ -87,6 +87,9 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Message:            "The policy is valid and in use",
 		ObservedGeneration: policy.Generation,
 	}
+	if policy.Spec.Mode == bindgatev1alpha1.ModeDryRun {
+		ready.Message = "The policy is valid; in DryRun mode it takes no pod and records what it would do in status.dryRun"
+	}
 	var result ctrl.Result
 	if reason, message, ok := r.validate(policy); !ok {
 		ready.Status = metav1.ConditionFalse
@@ -107,7 +110,10 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 
-	if policy.Status.ObservedGeneration == policy.Generation &&
+	// A policy switched to Enforce starts afresh: what it would have done
+	// in DryRun mode no longer applies.
+	staleDryRun := policy.Status.DryRun != nil && policy.Spec.Mode != bindgatev1alpha1.ModeDryRun
+	if policy.Status.ObservedGeneration == policy.Generation && !staleDryRun &&
 		policy.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(policy.Status.Used, used) {
 		if cur := meta.FindStatusCondition(policy.Status.Conditions, ready.Type); cur != nil &&
 			cur.Status == ready.Status && cur.Reason == ready.Reason && cur.Message == ready.Message &&
@@ -120,6 +126,9 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	policy.Status.ObservedGeneration = policy.Generation
 	policy.Status.BoundPods = bound
 	policy.Status.Used = used
+	if staleDryRun {
+		policy.Status.DryRun = nil
+	}
 	meta.SetStatusCondition(&policy.Status.Conditions, ready)
 	if err := r.Status().Patch(ctx, policy, patch); err != nil {
 		if apierrors.IsConflict(err) {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/eventhandlers"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/policy"
@@ -47,6 +48,8 @@ type PodReconciler struct {
 	// cache: no cycle runs before, so none double-books.
 	Loaded  <-chan struct{}
 	Workers int
+	// DryRun records what DryRun policies would do with the pods it sees.
+	DryRun *dryrun.Recorder
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;update;delete
@@ -79,6 +82,15 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	if err := r.setMatched(ctx, pod, pol, reason, why); err != nil {
 		return ctrl.Result{}, err
+	}
+	if _, held := r.Scheduler.Cache.Reserved(pod.UID); r.DryRun != nil && !held {
+		// What the DryRun policies that would take the pod would do: once
+		// per pod and policy, before its own policy places it.
+		takenBy := ""
+		if pol != nil {
+			takenBy = pol.Name
+		}
+		r.DryRun.Observe(ctx, pod, takenBy)
 	}
 	if pol == nil {
 		// A reservation held by a policy since deleted or not Ready is

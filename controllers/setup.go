@@ -39,6 +39,7 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/bindhook"
 	"github.com/bindgate/bindgate/internal/cache"
+	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/eventhandlers"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/permit"
@@ -214,8 +215,15 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := mgr.Add(eventhandlers.Expirer{Cache: c}); err != nil {
 		return fmt.Errorf("adding the reservation expirer: %w", err)
 	}
+	dry := &dryrun.Recorder{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Placer: placer, Node: c.Node, Events: recorder, Clock: opts.Clock,
+	}
+	if err := mgr.Add(dry); err != nil {
+		return fmt.Errorf("adding the DryRun recorder: %w", err)
+	}
 	pods := &PodReconciler{
 		Client: mgr.GetClient(), Scheduler: sched, Queue: q, Handlers: handlers, Loaded: loader.Loaded(), Workers: opts.Workers,
+		DryRun: dry,
 	}
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
 	if err := pods.SetupWithManager(mgr); err != nil {

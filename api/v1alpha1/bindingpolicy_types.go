@@ -36,6 +36,17 @@ const (
 	BalancedAllocation ScoringStrategyType = "BalancedAllocation"
 )
 
+// PolicyMode says whether a policy takes pods or only reports what it would do.
+// +kubebuilder:validation:Enum=Enforce;DryRun
+type PolicyMode string
+
+const (
+	// ModeEnforce: the policy takes the pods it selects.
+	ModeEnforce PolicyMode = "Enforce"
+	// ModeDryRun: the policy takes no pod and records what it would do.
+	ModeDryRun PolicyMode = "DryRun"
+)
+
 // PermitTimeoutAction says what happens to a pod whose permit conditions did
 // not all approve before permit.timeout.
 // +kubebuilder:validation:Enum=Reject;Retry
@@ -65,6 +76,19 @@ const (
 // them and what must happen before and after they are bound.
 // +kubebuilder:validation:XValidation:rule="!has(self.permit) || !has(self.permit.conditions) || !has(self.postBind) || self.permit.conditions.all(c, !self.postBind.exists(p, p.name == c.name))",message="spec.postBind names must differ from spec.permit.conditions names so that events and metrics are unambiguous"
 type BindingPolicySpec struct {
+	// mode is Enforce (the default: the policy takes the pods it selects) or
+	// DryRun: the policy takes no pod (it never reserves, waits or binds;
+	// each pod it selects is placed by the policy that takes it without
+	// this one, or stays as it is) and records what it would have done
+	// with each pod it would take: in status.dryRun, in one event per pod
+	// (type Normal, reason DryRun) and in the metric
+	// bindgate_dry_run_decisions_total{policy,outcome}. Switching to
+	// Enforce takes new pods at once, as a policy created Enforce would;
+	// switching to DryRun releases the reservations the policy holds.
+	// +optional
+	// +kubebuilder:default=Enforce
+	Mode PolicyMode `json:"mode,omitempty"`
+
 	// priority orders policies that match the same pod: the highest wins,
 	// ties are broken by name. The pod label scheduling.bindgate.dev/policy
 	// only chooses among the policies whose selectors select the pod; a pod
@@ -520,6 +544,88 @@ type BindingPolicyStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=18
 	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// dryRun is what the policy would have done while in DryRun mode. It is
+	// cleared when the policy is switched to Enforce.
+	// +optional
+	DryRun *DryRunStatus `json:"dryRun,omitempty"`
+}
+
+// DryRunOutcome is what a DryRun policy would have done with a pod.
+// +kubebuilder:validation:Enum=Bind;Wait;Refuse;Unschedulable
+type DryRunOutcome string
+
+const (
+	// DryRunBind: it would have reserved the pod on a node and bound it.
+	DryRunBind DryRunOutcome = "Bind"
+	// DryRunWait: it would have reserved the pod on a node and waited for
+	// permit conditions.
+	DryRunWait DryRunOutcome = "Wait"
+	// DryRunRefuse: a permit condition would have rejected the pod.
+	DryRunRefuse DryRunOutcome = "Refuse"
+	// DryRunUnschedulable: no node would have taken the pod.
+	DryRunUnschedulable DryRunOutcome = "Unschedulable"
+)
+
+// MaxDryRunExamples bounds status.dryRun.recent.
+const MaxDryRunExamples = 10
+
+// DryRunStatus counts a DryRun policy's would-be decisions and keeps the
+// latest ones.
+type DryRunStatus struct {
+	// bind, wait, refuse and unschedulable count the pods the policy would
+	// have taken, by outcome, since it was last switched to DryRun (one
+	// decision per pod).
+	// +optional
+	Bind int32 `json:"bind,omitempty"`
+	// +optional
+	Wait int32 `json:"wait,omitempty"`
+	// +optional
+	Refuse int32 `json:"refuse,omitempty"`
+	// +optional
+	Unschedulable int32 `json:"unschedulable,omitempty"`
+
+	// recent are the latest decisions, newest first, at most 10.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Recent []DryRunDecision `json:"recent,omitempty"`
+}
+
+// DryRunDecision is what a DryRun policy would have done with one pod.
+type DryRunDecision struct {
+	// podNamespace is the namespace of the pod.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	PodNamespace string `json:"podNamespace"`
+
+	// podName is the name of the pod.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName"`
+
+	// outcome is Bind, Wait, Refuse or Unschedulable.
+	// +required
+	Outcome DryRunOutcome `json:"outcome"`
+
+	// node is the node the pod would have been reserved on (Bind, Wait).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
+
+	// reason says why (the pending conditions, the refusal, or
+	// kube-scheduler's message when no node fits).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+
+	// takenBy is the policy that takes the pod instead ("" when none does).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TakenBy string `json:"takenBy,omitempty"`
+
+	// decidedAt is when the decision was made.
+	// +required
+	DecidedAt metav1.Time `json:"decidedAt"`
 }
 
 // BindingPolicy tells bindgate how to place, hold, permit and bind the gated

@@ -118,6 +118,7 @@ spec:
 		"postBind.attempts":  {fmt.Sprint(got.Spec.PostBind[0].MaxAttempts), "5"},
 		"service.port":       {fmt.Sprint(*got.Spec.PostBind[1].Service.Port), "443"},
 		"priority (default)": {fmt.Sprint(got.Spec.Priority), "0"},
+		"mode":               {string(got.Spec.Mode), "Enforce"},
 	}
 	for name, c := range checks {
 		if c[0] != c[1] {
@@ -257,6 +258,10 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 		"capacity value too long": {
 			spec: `capacity: {cpu: "` + strings.Repeat("1", 65) + `"}`,
 			want: []string{"spec.capacity.cpu", "Too long: may not be more than 64 bytes"},
+		},
+		"unknown mode": {
+			spec: `mode: Audit`,
+			want: []string{"spec.mode", "Unsupported value", "Enforce", "DryRun"},
 		},
 		"priority below 0": {
 			spec: `priority: -1`,

@@ -263,6 +263,8 @@ func (s *state) match(pod *corev1.Pod, r *Report) *bindgatev1alpha1.BindingPolic
 			}
 		case p.DeletionTimestamp != nil:
 			v.Reason = "being deleted"
+		case policy.IsDryRun(p):
+			v.Reason = "in DryRun mode: it takes no pod (status.dryRun and the pod's DryRun events say what it would do)"
 		case !policy.SelectorSelects(p.Spec.PodSelector, pod.Labels) && !policy.SelectorSelects(p.Spec.NamespaceSelector, nsLabels):
 			v.Reason = fmt.Sprintf("neither its namespaceSelector (namespace %s) nor its podSelector (the pod's labels) selects the pod", pod.Namespace)
 		case !policy.SelectorSelects(p.Spec.PodSelector, pod.Labels):

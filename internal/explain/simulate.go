@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +30,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
@@ -40,14 +40,14 @@ import (
 // Outcomes of a simulated pod.
 const (
 	// OutcomeBind: the policy would reserve the pod on Node and bind it.
-	OutcomeBind = "Bind"
+	OutcomeBind = string(bindgatev1alpha1.DryRunBind)
 	// OutcomeWait: the policy would reserve the pod on Node and wait for
 	// permit conditions.
-	OutcomeWait = "Wait"
+	OutcomeWait = string(bindgatev1alpha1.DryRunWait)
 	// OutcomeRefuse: a permit condition would reject the pod.
-	OutcomeRefuse = "Refuse"
+	OutcomeRefuse = string(bindgatev1alpha1.DryRunRefuse)
 	// OutcomeUnschedulable: no node would take the pod.
-	OutcomeUnschedulable = "Unschedulable"
+	OutcomeUnschedulable = string(bindgatev1alpha1.DryRunUnschedulable)
 	// OutcomeNotTaken: the policy selects the pod, but another policy
 	// would still take it.
 	OutcomeNotTaken = "NotTaken"
@@ -154,6 +154,10 @@ func Simulate(ctx context.Context, opts Options, pol *bindgatev1alpha1.BindingPo
 			withNew = append(withNew, p)
 		}
 	}
+	if policy.IsDryRun(pol) {
+		sim.Notes = append(sim.Notes, "the policy is in DryRun mode: simulated as if it were switched to Enforce")
+		pol.Spec.Mode = bindgatev1alpha1.ModeEnforce
+	}
 	withNew = append(withNew, *pol)
 
 	var pods []*corev1.Pod
@@ -249,9 +253,10 @@ func (s *state) simulatePod(ctx context.Context, pod *corev1.Pod, pol *bindgatev
 	if err != nil {
 		return out, fmt.Errorf("placing pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if len(ev.Scores) == 0 {
-		out.Outcome = OutcomeUnschedulable
-		out.Reason = fitSummary(nodesReport(ev, ExplainOptions{}))
+	dec := dryrun.Decide(ctx, ev, pol, pod, func(name string) *corev1.Node { return s.nodes[name] })
+	out.Outcome, out.Node, out.Reason, out.TiedWith = string(dec.Outcome), dec.Node, dec.Reason, dec.TiedWith
+	switch dec.Outcome {
+	case bindgatev1alpha1.DryRunUnschedulable:
 		if len(s.assumed) > 0 {
 			alone, err := s.evaluateAlone(ctx, pod, pol)
 			if err != nil {
@@ -260,60 +265,13 @@ func (s *state) simulatePod(ctx context.Context, pod *corev1.Pod, pol *bindgatev
 			out.DependsOnOrder = len(alone.Scores) > 0
 		}
 		return out, nil
-	}
-	out.Node = ev.Scores[0].Name
-	for _, sc := range ev.Scores[1:] {
-		if sc.TotalScore == ev.Scores[0].TotalScore {
-			out.TiedWith = append(out.TiedWith, sc.Name)
-		}
-	}
-	out.Outcome = OutcomeBind
-	node := s.nodes[out.Node]
-	var pending []string
-	for _, p := range permit.PluginsFor(pol) {
-		c := condition(pol, p.Name())
-		if c.Expression == "" {
-			pending = append(pending, fmt.Sprintf("%s: a %s condition, evaluated once the policy is applied", p.Name(), kind(c)))
-			continue
-		}
-		st, _ := p.Permit(ctx, framework.NewCycleState(pol, pod), pod, node)
-		switch {
-		case st.IsSuccess():
-		case st.IsWait():
-			pending = append(pending, fmt.Sprintf("%s: %s", p.Name(), st.Message()))
-		default:
-			out.Outcome = OutcomeRefuse
-			out.Reason = fmt.Sprintf("rejected by permit condition %s: %s", p.Name(), st.Message())
-			return out, nil
-		}
-	}
-	if len(pending) > 0 {
-		out.Outcome = OutcomeWait
-		out.Reason = strings.Join(pending, "; ")
+	case bindgatev1alpha1.DryRunRefuse:
+		return out, nil
 	}
 	if err := s.assume(pod, out.Node, pol); err != nil {
 		return out, fmt.Errorf("counting pod %s/%s on node %s: %w", pod.Namespace, pod.Name, out.Node, err)
 	}
 	return out, nil
-}
-
-func condition(pol *bindgatev1alpha1.BindingPolicy, name string) bindgatev1alpha1.PermitCondition {
-	for _, c := range pol.Spec.Permit.Conditions {
-		if c.Name == name {
-			return c
-		}
-	}
-	return bindgatev1alpha1.PermitCondition{}
-}
-
-// fitSummary is kube-scheduler's one-line summary of the refusals.
-func fitSummary(n *Nodes) string {
-	parts := make([]string, 0, len(n.Reasons))
-	for _, r := range n.Reasons {
-		parts = append(parts, fmt.Sprintf("%d %s", r.Count, r.Reason))
-	}
-	sort.Strings(parts)
-	return fmt.Sprintf("0/%d nodes are available: %s.", n.Total, strings.Join(parts, ", "))
 }
 
 // assume reserves pod on node in the cache: later evaluations see it there.

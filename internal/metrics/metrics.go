@@ -102,3 +102,13 @@ var GangsPlaced = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "bindgate_gangs_placed_total",
 	Help: "Gangs whose members were placed together, by policy and topology level (the domain's node label; empty without topology or when spread).",
 }, []string{"policy", "level"})
+
+// DryRunDecisions counts the would-be decisions of DryRun policies.
+var DryRunDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "bindgate_dry_run_decisions_total",
+	Help: "Pods a DryRun policy would have taken, by policy and outcome (Bind, Wait, Refuse, Unschedulable): one decision per pod and policy.",
+}, []string{"policy", "outcome"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(DryRunDecisions)
+}

@@ -28,7 +28,8 @@ import (
 )
 
 // Match returns the policy that takes pod: the highest-priority policy
-// whose namespace and pod selectors select it (ties: the smallest name).
+// whose namespace and pod selectors select it (ties: the smallest name),
+// among the policies in Enforce mode (a DryRun policy takes no pod).
 // The label scheduling.bindgate.dev/policy only chooses among the policies
 // that select the pod: naming one that does not is refused, never obeyed,
 // so a pod's owner cannot steer it into another team's policy. With no
@@ -48,6 +49,10 @@ func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alp
 				return nil, bindgatev1alpha1.ReasonPolicyDoesNotSelect,
 					fmt.Sprintf("BindingPolicy %q named by label %s does not select this pod (its namespaceSelector or podSelector does not match)", name, bindgatev1alpha1.PolicyLabel)
 			}
+			if IsDryRun(p) {
+				return nil, bindgatev1alpha1.ReasonNoPolicy,
+					fmt.Sprintf("BindingPolicy %q named by label %s is in DryRun mode: it takes no pod", name, bindgatev1alpha1.PolicyLabel)
+			}
 			return p, "", ""
 		}
 		return nil, bindgatev1alpha1.ReasonNoPolicy,
@@ -56,7 +61,7 @@ func Match(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alp
 	var best *bindgatev1alpha1.BindingPolicy
 	for i := range policies {
 		p := &policies[i]
-		if p.DeletionTimestamp != nil || !Selects(p, pod, nsLabels) {
+		if p.DeletionTimestamp != nil || IsDryRun(p) || !Selects(p, pod, nsLabels) {
 			continue
 		}
 		if best == nil || p.Spec.Priority > best.Spec.Priority || (p.Spec.Priority == best.Spec.Priority && p.Name < best.Name) {
@@ -87,4 +92,41 @@ func SelectorSelects(sel *metav1.LabelSelector, set map[string]string) bool {
 		return false
 	}
 	return s.Matches(labels.Set(set))
+}
+
+// IsDryRun says whether p is in DryRun mode: it takes no pod.
+func IsDryRun(p *bindgatev1alpha1.BindingPolicy) bool {
+	return p.Spec.Mode == bindgatev1alpha1.ModeDryRun
+}
+
+// DryRunTakers returns the DryRun policies that would take pod were each
+// of them switched to Enforce (alone: the other DryRun policies stay
+// DryRun), in the order of policies.
+func DryRunTakers(pod *corev1.Pod, nsLabels map[string]string, policies []bindgatev1alpha1.BindingPolicy) []*bindgatev1alpha1.BindingPolicy {
+	var out []*bindgatev1alpha1.BindingPolicy
+	for i := range policies {
+		d := &policies[i]
+		if !IsDryRun(d) || d.DeletionTimestamp != nil || !Selects(d, pod, nsLabels) {
+			continue
+		}
+		if p, _, _ := Match(pod, nsLabels, AsEnforced(policies, d.Name)); p != nil && p.Name == d.Name {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// AsEnforced returns policies with the one named name switched to Enforce
+// (a copy; policies is not changed).
+func AsEnforced(policies []bindgatev1alpha1.BindingPolicy, name string) []bindgatev1alpha1.BindingPolicy {
+	out := make([]bindgatev1alpha1.BindingPolicy, len(policies))
+	copy(out, policies)
+	for i := range out {
+		if out[i].Name == name {
+			spec := out[i].Spec
+			spec.Mode = bindgatev1alpha1.ModeEnforce
+			out[i].Spec = spec
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ package policy_test
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,6 +57,11 @@ func (b *policyBuilder) invalidPods() *policyBuilder {
 func (b *policyBuilder) deleting() *policyBuilder {
 	now := metav1.Now()
 	b.p.DeletionTimestamp = &now
+	return b
+}
+
+func (b *policyBuilder) dryRun() *policyBuilder {
+	b.p.Spec.Mode = bindgatev1alpha1.ModeDryRun
 	return b
 }
 
@@ -151,6 +157,21 @@ func TestMatch(t *testing.T) {
 			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("all").obj()},
 			wantReason: `BindingPolicy "missing" named by label ` + bindgatev1alpha1.PolicyLabel + " does not exist",
 		},
+		"a DryRun policy takes no pod, whatever its priority": {
+			policies: []bindgatev1alpha1.BindingPolicy{
+				newPolicy("trial").priority(900).dryRun().obj(), newPolicy("live").priority(1).obj(),
+			},
+			want: "live",
+		},
+		"only a DryRun policy selects the pod": {
+			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("trial").dryRun().obj()},
+			wantReason: "no BindingPolicy selects this pod",
+		},
+		"the policy label names a DryRun policy": {
+			podLabels:  map[string]string{bindgatev1alpha1.PolicyLabel: "trial"},
+			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("trial").dryRun().obj(), newPolicy("all").obj()},
+			wantReason: `BindingPolicy "trial" named by label ` + bindgatev1alpha1.PolicyLabel + " is in DryRun mode: it takes no pod",
+		},
 		"the policy label names a policy being deleted": {
 			podLabels:  map[string]string{bindgatev1alpha1.PolicyLabel: "going"},
 			policies:   []bindgatev1alpha1.BindingPolicy{newPolicy("going").deleting().obj(), newPolicy("all").obj()},
@@ -174,6 +195,58 @@ func TestMatch(t *testing.T) {
 			}
 			if got != nil && reason != "" {
 				t.Errorf("a match came with a reason: %q", reason)
+			}
+		})
+	}
+}
+
+func TestDryRunTakers(t *testing.T) {
+	cases := map[string]struct {
+		podLabels map[string]string
+		policies  []bindgatev1alpha1.BindingPolicy
+		want      []string
+	}{
+		"a DryRun policy above the Enforce one": {
+			policies: []bindgatev1alpha1.BindingPolicy{newPolicy("live").priority(1).obj(), newPolicy("trial").priority(9).dryRun().obj()},
+			want:     []string{"trial"},
+		},
+		"a DryRun policy below the Enforce one would not take the pod": {
+			policies: []bindgatev1alpha1.BindingPolicy{newPolicy("live").priority(9).obj(), newPolicy("trial").priority(1).dryRun().obj()},
+		},
+		"each DryRun policy is judged as if it alone were enforced": {
+			policies: []bindgatev1alpha1.BindingPolicy{
+				newPolicy("a").priority(5).dryRun().obj(), newPolicy("b").priority(7).dryRun().obj(), newPolicy("live").priority(1).obj(),
+			},
+			want: []string{"a", "b"},
+		},
+		"a DryRun policy that does not select the pod": {
+			podLabels: map[string]string{"app": "web"},
+			policies:  []bindgatev1alpha1.BindingPolicy{newPolicy("trial").pods("app", "db").priority(9).dryRun().obj()},
+		},
+		"the pod's policy label names the Enforce policy": {
+			podLabels: map[string]string{bindgatev1alpha1.PolicyLabel: "live"},
+			policies:  []bindgatev1alpha1.BindingPolicy{newPolicy("live").obj(), newPolicy("trial").priority(9).dryRun().obj()},
+		},
+		"the pod's policy label names the DryRun policy": {
+			podLabels: map[string]string{bindgatev1alpha1.PolicyLabel: "trial"},
+			policies:  []bindgatev1alpha1.BindingPolicy{newPolicy("live").priority(9).obj(), newPolicy("trial").dryRun().obj()},
+			want:      []string{"trial"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: tc.podLabels}}
+			var got []string
+			for _, p := range policy.DryRunTakers(pod, nil, tc.policies) {
+				got = append(got, p.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DryRun takers (-want +got):\n%s", diff)
+			}
+			for _, p := range tc.policies {
+				if p.Name != "live" && p.Spec.Mode != bindgatev1alpha1.ModeDryRun {
+					t.Errorf("DryRunTakers changed the mode of %s", p.Name)
+				}
 			}
 		})
 	}

@@ -49,8 +49,8 @@ func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.
 }
 
 // ReleaseIfPolicyGone releases the pod's reservation when the policy that
-// holds it no longer exists or is not Ready (its pods cannot go on under
-// it), with a ReservationReleased event; next says what happens to the pod
+// holds it no longer exists, is not Ready or was switched to DryRun (its
+// pods cannot go on under it), with a ReservationReleased event; next says what happens to the pod
 // now. It reports whether it released one.
 func (s *Scheduler) ReleaseIfPolicyGone(ctx context.Context, pod *corev1.Pod, next string) (bool, error) {
 	res, held := s.Cache.Reserved(pod.UID)
@@ -64,6 +64,8 @@ func (s *Scheduler) ReleaseIfPolicyGone(ctx context.Context, pod *corev1.Pod, ne
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return false, fmt.Errorf("reading BindingPolicy %s: %w", res.Policy, err)
+	case p.Spec.Mode == bindgatev1alpha1.ModeDryRun:
+		why = "was switched to DryRun mode"
 	default:
 		ready := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionFalse || ready.ObservedGeneration != p.Generation {
