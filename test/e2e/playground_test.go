@@ -67,6 +67,7 @@ func TestPlayground(t *testing.T) {
 		"Insufficient cpu",
 		"gang train-1 waits for its last member (demo/train-1-0: gang: gang train-1: 3/4 members exist, none reserved)",
 		"gang train-1: all 4 members bound together and Running on general-",
+		"(topology: one zone, topology.kubernetes.io/zone=zone-",
 		// the guide
 		"export KUBECONFIG=",
 		"kubectl get bp",

@@ -196,15 +196,24 @@ func (d *demo) completeGang(ctx context.Context) error {
 		}
 		running := 0
 		var nodes []string
+		where := ""
 		for i := range pods.Items {
 			if podReady(&pods.Items[i]) {
 				running++
 				nodes = append(nodes, pods.Items[i].Spec.NodeName)
 			}
+			for _, c := range pods.Items[i].Status.Conditions {
+				// The gang condition says where the gang was placed.
+				if c.Type == bindgatev1alpha1.PodConditionPermitted && c.Status == corev1.ConditionTrue {
+					if _, after, ok := strings.Cut(c.Message, "placed in "); ok {
+						where = " (topology: one zone, " + after + ")"
+					}
+				}
+			}
 		}
 		if running == gangSize {
 			sort.Strings(nodes)
-			d.p.step("gang %s: all %d members bound together and Running on %s", gangGroup, gangSize, strings.Join(nodes, ", "))
+			d.p.step("gang %s: all %d members bound together and Running on %s%s", gangGroup, gangSize, strings.Join(nodes, ", "), where)
 			return true, nil
 		}
 		return false, nil
