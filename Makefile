@@ -68,7 +68,7 @@ vet: ## Run go vet.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: test
 test: fmt vet verify lint control-plane build $(KWOK) $(KUBE_SCHEDULER) ## The one test command: checks, unit and envtest suites (kube-scheduler is the differential test's reference).

@@ -36,14 +36,19 @@ type Durability struct {
 }
 
 // MustRecord says whether a new reservation under p is recorded before the
-// cycle goes on: always with All, else when the pod may wait (permit
-// conditions) or be held by a bind webhook.
+// cycle goes on: always with All, else when the pod may wait in Permit (a
+// condition other than gang: a gang is placed whole before Permit and its
+// condition never waits) or be held by a bind webhook.
 func (d Durability) MustRecord(p *bindgatev1alpha1.BindingPolicy) bool {
 	if d.All {
 		return true
 	}
-	if p.Spec.Permit != nil && len(p.Spec.Permit.Conditions) > 0 {
-		return true
+	if p.Spec.Permit != nil {
+		for _, c := range p.Spec.Permit.Conditions {
+			if c.Gang == nil {
+				return true
+			}
+		}
 	}
 	return p.Spec.Bind != nil && p.Spec.Bind.Webhook != nil
 }

@@ -40,6 +40,13 @@ func TestMustRecord(t *testing.T) {
 		"permit conditions": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
 			p.Spec.Permit = &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{{Name: "c"}}}
 		}), want: true},
+		"only a gang condition: placed whole, never waits": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
+			p.Spec.Permit = &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{{Name: "g", Gang: &bindgatev1alpha1.GangCondition{MinMember: 2}}}}
+		}), want: false},
+		"a gang and an expression": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
+			p.Spec.Permit = &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{
+				{Name: "g", Gang: &bindgatev1alpha1.GangCondition{MinMember: 2}}, {Name: "e", Expression: "true"}}}
+		}), want: true},
 		"permit without conditions": {policy: policy(func(p *bindgatev1alpha1.BindingPolicy) {
 			p.Spec.Permit = &bindgatev1alpha1.Permit{}
 		}), want: false},

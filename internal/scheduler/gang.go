@@ -108,6 +108,9 @@ func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.Binding
 	if !ok {
 		return errors.New("the reservation is gone")
 	}
+	if !h.s.Durability.MustRecord(policy) {
+		return nil // held in memory: the member binds at once
+	}
 	return h.s.record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
 }
 
