@@ -78,6 +78,11 @@ test: fmt vet verify lint control-plane build $(KWOK) $(KUBE_SCHEDULER) ## The o
 test-e2e: control-plane build $(KWOK) ## Install tests and the playground run: helm lint/template/install/upgrade/uninstall, kustomize builds.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/e2e/...
 
+FAULTS_SEED ?=
+.PHONY: test-faults
+test-faults: control-plane ## Fault scenarios in full (4x the pods of their short versions in make test); FAULTS_SEED=N replays one seed.
+	BINDGATE_FAULTS=full BINDGATE_FAULTS_SEED=$(FAULTS_SEED) $(GO) test -count=1 -timeout 60m -v ./test/faults/
+
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -count=1 -short ./...

@@ -31,12 +31,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/cache"
-	"github.com/bindgate/bindgate/internal/placement"
+	"github.com/bindgate/bindgate/internal/testenv/invariants"
 )
 
 // diffTolerance is how many fewer pods bindgate may bind than
@@ -251,56 +248,18 @@ func settledFor(t *testing.T, ns string, n int, timeout time.Duration) map[strin
 	return out
 }
 
-// recheck runs kube-scheduler's PreFilter and Filter plugins for every
-// bound pod of the given namespaces on its node, against the cluster as it
-// is with that pod taken out, and lists the breaches per contender.
+// recheck re-runs kube-scheduler's Filter plugins on the bound pods of the
+// given namespaces (invariants.Recheck) and lists the breaches per contender.
 func recheck(t *testing.T, byContender map[string]string) map[string][]string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var nodes corev1.NodeList
-	var pods corev1.PodList
-	if err := env.Client.List(ctx, &nodes); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	c := cache.New(ctx, nil)
-	for i := range nodes.Items {
-		c.UpsertNode(&nodes.Items[i])
-	}
-	for i := range pods.Items {
-		c.UpsertPod(&pods.Items[i])
-	}
-	factory := informers.NewSharedInformerFactory(env.Clientset, 0)
-	p, err := placement.New(ctx, placement.Options{Cache: c, Client: env.Clientset, Informers: factory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.Start(ctx) }()
-	noPolicy := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "recheck"}}
 	out := map[string][]string{}
 	for who, ns := range byContender {
-		var list corev1.PodList
-		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		breaches, err := invariants.Recheck(context.Background(), env.Clientset, env.Client, listPods(t, ns))
+		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range list.Items {
-			pod := &list.Items[i]
-			if pod.Spec.NodeName == "" {
-				continue
-			}
-			c.DeletePod(pod.UID)
-			unbound := pod.DeepCopy()
-			unbound.Spec.NodeName = ""
-			p.Lock()
-			_, st := p.Check(ctx, unbound, noPolicy, pod.Spec.NodeName)
-			p.Unlock()
-			if !st.IsSuccess() {
-				out[who] = append(out[who], fmt.Sprintf("%s on %s: %s", pod.Name, pod.Spec.NodeName, st.Message()))
-			}
-			c.UpsertPod(pod)
+		for _, b := range breaches {
+			out[who] = append(out[who], b.String())
 		}
 	}
 	return out

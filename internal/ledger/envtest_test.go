@@ -22,15 +22,18 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/testenv"
+	"github.com/bindgate/bindgate/internal/testenv/faults"
 )
 
 var env *testenv.Env
@@ -158,5 +161,52 @@ func TestStatusFull(t *testing.T) {
 	}
 	if err := l.Record(ctx, p.Name, res("p3", "n1", "100m", false)); err != nil {
 		t.Errorf("after a release: %v", err)
+	}
+}
+
+// TestReleaseSurvivesFailedWrites: a release whose status write fails (a
+// 503 from the API server) is written again until it lands; it used to be
+// dropped, leaving the reservation in the status for good (the fault
+// suite's TestWriteErrors found it).
+func TestReleaseSurvivesFailedWrites(t *testing.T) {
+	ctx := context.Background()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "release-retried"}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	px, err := faults.Start(env.Config, faults.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = px.Close() }()
+	c, err := client.New(px.Config(), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(c, c, nil)
+	if err := l.Record(ctx, p.Name, res("held", "n1", "1", false)); err != nil {
+		t.Fatal(err)
+	}
+	statusWrites := func(r faults.Request) bool { return r.Resource == "bindingpolicies" && r.Subresource == "status" }
+	if err := px.SetRules([]faults.Rule{{Kind: faults.ServerError, Rate: 1, Match: statusWrites}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Release(p.Name, "uid-held")
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return px.Counts()[faults.ServerError] >= 2, nil
+	}); err != nil {
+		t.Fatalf("the release was not written again after a failed write (%d failed writes)", px.Counts()[faults.ServerError])
+	}
+	if err := px.SetRules(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		got := &bindgatev1alpha1.BindingPolicy{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			return false, err
+		}
+		return len(got.Status.Reservations) == 0, nil
+	}); err != nil {
+		t.Fatalf("the reservation is still in the status after %d failed writes: %v", px.Counts()[faults.ServerError], err)
 	}
 }

@@ -19,7 +19,7 @@ limitations under the License.
 // status write per policy carries every change queued while the previous
 // write was in flight, guarded by the object's resourceVersion (optimistic
 // concurrency). Record returns once its reservation is durable; Release is
-// asynchronous.
+// asynchronous, and written again after a failed write until it lands.
 package ledger
 
 import (
@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,16 +173,41 @@ func (l *Ledger) flushLoop(policy string, q *policyQueue) {
 
 		written, results := l.commit(ctx, policy, last, ops)
 
-		l.mu.Lock()
-		q.last = written
-		l.mu.Unlock()
+		var (
+			again   []op
+			lastErr error
+		)
 		for i, o := range ops {
-			if o.done != nil {
+			switch {
+			case o.done != nil:
 				o.done <- results[i]
+			case results[i] != nil && !errors.Is(results[i], ErrPolicyGone) && ctx.Err() == nil:
+				// A release nobody waits for must outlive a failed write
+				// (a 5xx, a timeout): lost, it would hold its capacity in
+				// the status for good.
+				again = append(again, o)
+				lastErr = results[i]
 			}
 		}
+		if len(again) > 0 {
+			ctrl.LoggerFrom(ctx).V(2).Info("Writing releases again after a failed status write", "policy", policy, "releases", len(again), "error", lastErr.Error())
+			select {
+			case <-time.After(releaseRetryDelay):
+			case <-ctx.Done():
+			}
+		}
+		l.mu.Lock()
+		q.last = written
+		// Before what was queued meanwhile: a later record of the same pod
+		// must still win.
+		q.ops = append(again, q.ops...)
+		l.mu.Unlock()
 	}
 }
+
+// releaseRetryDelay is the pause before releases are written again after a
+// failed status write.
+const releaseRetryDelay = 200 * time.Millisecond
 
 // commit applies ops to the policy's status and writes it, re-reading and
 // re-applying on conflict. It returns the object written and one result per op.

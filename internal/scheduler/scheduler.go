@@ -466,9 +466,13 @@ func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result
 //
 // With several active replicas (no leader election), a reservation this
 // process did not place may be another replica's, which may be binding it
-// this very moment: it is only refused when its node is overcommitted now,
-// never taken out and released here (that would make its capacity look
-// free until the bind shows).
+// this very moment: it is refused when its node is overcommitted now, and
+// otherwise kept in place (its capacity never looks free to other
+// placements) while the filters run again (checkRecorded). It may also be
+// this process's own, released a moment ago and read back from a status the
+// release has not reached yet: bound unchecked, it went to nodes cordoned,
+// deleted or moved out of the policy's nodeSelector while the pod waited
+// (the fault suite's TestNodesGoWhilePodsWaitInPermit).
 func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, fresh bool) *framework.Status {
 	_, placedHere := s.cycles.Load(pod.UID)
 	if placedHere && fresh {
@@ -478,7 +482,7 @@ func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, po
 		if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
 			return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
 		}
-		return nil
+		return s.checkRecorded(ctx, state, pod, node)
 	}
 	res, held := s.Cache.Reserved(pod.UID)
 	if !held {
@@ -494,6 +498,28 @@ func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, po
 	}
 	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
 		return framework.AsStatus(err)
+	}
+	return nil
+}
+
+// checkRecorded runs kube-scheduler's PreFilter and Filter plugins for a
+// recorded reservation this process did not place: the reservation is taken
+// out of the snapshot for the check and, when the node still takes the pod,
+// held again as it was, all under the placer's lock (no placement sees its
+// capacity free meanwhile).
+func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) *framework.Status {
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return framework.NewStatus(framework.Unschedulable, "the reservation is gone")
+	}
+	s.Placer.Lock()
+	defer s.Placer.Unlock()
+	s.Cache.Unreserve(pod.UID, false)
+	if _, st := s.Placer.Check(ctx, pod, state.Policy, node.Name); !st.IsSuccess() {
+		return st
+	}
+	if err := s.Cache.Reserve(pod, state.PodRequests, res.Node, state.Policy, res.ReservedAt); err != nil {
+		return framework.AsStatus(fmt.Errorf("holding the recorded reservation again: %w", err))
 	}
 	return nil
 }

@@ -30,16 +30,35 @@ import (
 // (the /metrics of kube-apiserver or etcd): the CPU the process has used. A
 // page without the metric is an error, not a zero.
 func ProcessCPU(page []byte) (time.Duration, error) {
+	f, ok, err := Metric(page, "process_cpu_seconds_total")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errors.New("no process_cpu_seconds_total on the metrics page")
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// Metric returns the value of the first sample of name on a Prometheus
+// text page (a sample with labels counts: name{...} value).
+func Metric(page []byte, name string) (float64, bool, error) {
 	sc := bufio.NewScanner(bytes.NewReader(page))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("parsing process_cpu_seconds_total %q: %w", v, err)
-			}
-			return time.Duration(f * float64(time.Second)), nil
+		rest, ok := strings.CutPrefix(sc.Text(), name)
+		if !ok || (!strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{")) {
+			continue
 		}
+		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("parsing %s %q: %w", name, f[0], err)
+		}
+		return v, true, nil
 	}
-	return 0, errors.New("no process_cpu_seconds_total on the metrics page")
+	return 0, false, nil
 }

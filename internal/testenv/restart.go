@@ -18,14 +18,18 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -42,7 +46,11 @@ func WithRestartableAPIServer() Option {
 		if err != nil {
 			panic(fmt.Sprintf("creating the API server's certificate directory: %v", err))
 		}
-		env.ControlPlane.GetAPIServer().CertDir = dir
+		api := env.ControlPlane.GetAPIServer()
+		api.CertDir = dir
+		// A restart waits this long after SIGTERM, then kills (as a
+		// kubelet does after the grace period).
+		api.StopTimeout = 10 * time.Second
 	}
 }
 
@@ -62,8 +70,20 @@ func (e *Env) RestartAPIServer() error {
 		return err
 	}
 	api := e.env.ControlPlane.GetAPIServer()
-	if err := api.Stop(); err != nil {
-		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	// A stop that times out has killed the process (SIGKILL): wait until
+	// its port is free.
+	stopErr := api.Stop()
+	addr := net.JoinHostPort(api.Address, api.Port)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return true, nil
+		}
+		_ = c.Close()
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w; it still listens on %s", errors.Join(stopErr, err), addr)
 	}
 	if err := api.Start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
