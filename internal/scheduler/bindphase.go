@@ -1,0 +1,195 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/placement"
+)
+
+// preBind checks, before the bind, that a reservation taken earlier (the
+// pod waited in Permit, or it was loaded from a policy's status after a
+// restart) still holds: the pod's own reservation is taken out and
+// kube-scheduler's PreFilter and Filter plugins run for the node again, on
+// the cluster as it is now; that also rebuilds the plugins' state a restart
+// lost, so VolumeBinding's PreBind provisions the pod's claims. A
+// reservation taken in this cycle needs no check: kube-scheduler binds on
+// the same snapshot too.
+//
+// With several active replicas (no leader election), a reservation this
+// process did not place may be another replica's, which may be binding it
+// this very moment: it is refused when its node is overcommitted now, and
+// otherwise kept in place (its capacity never looks free to other
+// placements) while the filters run again (checkRecorded). It may also be
+// this process's own, released a moment ago and read back from a status the
+// release has not reached yet: bound unchecked, it went to nodes cordoned,
+// deleted or moved out of the policy's nodeSelector while the pod waited
+// (the fault suite's TestNodesGoWhilePodsWaitInPermit).
+func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, fresh bool) *framework.Status {
+	_, placedHere := s.cycles.Load(pod.UID)
+	if placedHere && fresh {
+		return nil
+	}
+	if !placedHere && !s.SoleReplica {
+		if over := s.Cache.Overcommitted(node.Name); len(over) > 0 {
+			return framework.NewStatus(framework.Unschedulable, "node overcommitted on "+strings.Join(over, ", "))
+		}
+		return s.checkRecorded(ctx, state, pod, node)
+	}
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return framework.NewStatus(framework.Unschedulable, "the reservation is gone")
+	}
+	s.Placer.Lock()
+	defer s.Placer.Unlock()
+	s.forgetCycle(ctx, pod)
+	s.Cache.Unreserve(pod.UID, false)
+	c, st := s.Placer.Check(ctx, pod, state.Policy, node.Name)
+	if !st.IsSuccess() {
+		return st
+	}
+	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
+		return framework.AsStatus(err)
+	}
+	return nil
+}
+
+// checkRecorded runs kube-scheduler's PreFilter and Filter plugins for a
+// recorded reservation this process did not place: the reservation is taken
+// out of the snapshot for the check and, when the node still takes the pod,
+// held again as it was, all under the placer's lock (no placement sees its
+// capacity free meanwhile).
+func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) *framework.Status {
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return framework.NewStatus(framework.Unschedulable, "the reservation is gone")
+	}
+	s.Placer.Lock()
+	defer s.Placer.Unlock()
+	s.Cache.Unreserve(pod.UID, false)
+	if _, st := s.Placer.Check(ctx, pod, state.Policy, node.Name); !st.IsSuccess() {
+		return st
+	}
+	if err := s.Cache.Reserve(pod, state.PodRequests, res.Node, state.Policy, res.ReservedAt); err != nil {
+		return framework.AsStatus(fmt.Errorf("holding the recorded reservation again: %w", err))
+	}
+	return nil
+}
+
+// bind removes the gate, pins and binds the pod, then releases the
+// reservation and runs PostBind.
+func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if out, done := s.callBindWebhook(ctx, state, pod, node); done {
+		return out, nil
+	}
+	if v, ok := s.cycles.Load(pod.UID); ok {
+		// VolumeBinding binds or provisions the pod's claims for the node.
+		if st := s.Placer.PreBind(ctx, v.(*placement.Cycle), pod); !st.IsSuccess() {
+			log.V(2).Info("PreBind failed, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
+			s.unreserve(ctx, state, pod, node.Name)
+			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Second}, nil
+		}
+	}
+	start := s.Clock.Now()
+	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod); err != nil {
+		if apierrors.IsConflict(err) {
+			// The pod changed (another replica, or the user): look again.
+			return Outcome{Result: metrics.ResultError, RequeueAfter: 20 * time.Millisecond}, nil
+		}
+		if apierrors.IsNotFound(err) {
+			s.unreserve(ctx, state, pod, node.Name)
+			return Outcome{Result: metrics.ResultError}, nil
+		}
+		return Outcome{Result: metrics.ResultError}, err
+	}
+	if st := s.Binder.Bind(ctx, state, pod, node.Name); st != nil {
+		s.unreserve(ctx, state, pod, node.Name)
+		if st.Code() == framework.UnschedulableAndUnresolvable {
+			log.V(2).Info("Pod was bound elsewhere", "pod", klog.KObj(pod), "reason", st.Message())
+			return Outcome{Result: metrics.ResultError}, nil
+		}
+		return Outcome{Result: metrics.ResultError}, st.AsError()
+	}
+	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
+	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
+	s.cycles.Delete(pod.UID)
+	s.waits.Delete(pod.UID)
+	s.Cache.Unreserve(pod.UID, true)
+	s.Ledger.Release(state.Policy.Name, pod.UID)
+	s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventScheduled, "Binding",
+		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node.Name)
+	log.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", node.Name)
+	for _, p := range s.PostBind {
+		p.PostBind(ctx, state, pod, node.Name)
+	}
+	return Outcome{Result: metrics.ResultScheduled, Node: node.Name}, nil
+}
+
+// unreserve releases the pod's reservation in memory and in the ledger.
+func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) {
+	ctrl.LoggerFrom(ctx).V(4).Info("Unreserve", "pod", klog.KObj(pod), "node", node)
+	s.forgetCycle(ctx, pod)
+	s.waits.Delete(pod.UID)
+	s.Cache.Unreserve(pod.UID, false)
+	s.Ledger.Release(state.Policy.Name, pod.UID)
+}
+
+// recordHeld makes the reservation the pod holds durable, with the permit
+// deadline when it waits in Permit. Recording an entry that is already there
+// unchanged writes nothing.
+func (s *Scheduler) recordHeld(ctx context.Context, policy string, pod *corev1.Pod, deadline *metav1.Time) error {
+	res, held := s.Cache.Reserved(pod.UID)
+	if !held {
+		return nil
+	}
+	r := ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), res.ReservedAt, deadline)
+	if err := s.record(ctx, policy, r); err != nil {
+		return fmt.Errorf("recording the reservation of a waiting pod: %w", err)
+	}
+	return nil
+}
+
+// record makes a reservation durable. A pod deleted (or its reservation
+// released) while the write was on its way must not leave the record
+// behind: the release the deletion caused may have gone first. The record
+// is released again then, and the write reported as a lost race.
+func (s *Scheduler) record(ctx context.Context, policy string, r *bindgatev1alpha1.Reservation) error {
+	if err := s.Ledger.Record(ctx, policy, r); err != nil {
+		return err
+	}
+	if res, held := s.Cache.Reserved(r.PodUID); !held || res.Policy != policy {
+		s.Ledger.Release(policy, r.PodUID)
+		return fmt.Errorf("%w: the reservation of %s/%s was released while it was recorded", ledger.ErrLostRace, r.PodNamespace, r.PodName)
+	}
+	return nil
+}
