@@ -186,16 +186,11 @@ func hasGate(p *corev1.Pod, name string) bool {
 	return slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == name })
 }
 
-// checkPlacement checks the final placement: no node overcommitted, and the
-// workload's own constraint held (anti-affine groups on distinct nodes, zone
-// skew at most 1). It returns "" when the placement is correct.
-func checkPlacement(ctx context.Context, cs kubernetes.Interface, kind string) string {
-	breach, _ := checkPlacementGangs(ctx, cs, kind)
-	return breach
-}
-
-// checkPlacementGangs is checkPlacement that also returns, for the gang
-// workloads, the fraction of whole gangs that sit inside one rack.
+// checkPlacementGangs checks the final placement: no node overcommitted, and
+// the workload's own constraint held (anti-affine groups on distinct nodes,
+// zone skew at most 1, gangs bound whole, inside one rack when required). It
+// returns "" when the placement is correct, else the first breach, and for
+// the gang workloads the fraction of whole gangs inside one rack.
 func checkPlacementGangs(ctx context.Context, cs kubernetes.Interface, kind string) (string, float64) {
 	var frac float64
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
