@@ -74,7 +74,7 @@ func TestDryRunPolicy(t *testing.T) {
 		})
 		return got
 	}
-	before := namespace(t, nil)
+	before := ownNamespace(t)
 	create(before)
 	want := placements(before)
 	for _, n := range names {
@@ -95,7 +95,7 @@ func TestDryRunPolicy(t *testing.T) {
 		c := meta.FindStatusCondition(getPolicy(t, trial).Status.Conditions, bindgatev1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "DryRun"), nil
 	})
-	after := namespace(t, nil)
+	after := ownNamespace(t)
 	create(after)
 	if diff := cmp.Diff(want, placements(after)); diff != "" {
 		t.Errorf("placements with the DryRun policy present (-absent +present):\n%s", diff)
@@ -174,12 +174,13 @@ func TestSwitchToDryRunReleasesReservations(t *testing.T) {
 	startManager(t, 2)
 	ctx := context.Background()
 	pol := uniq("to-dry")
-	pool(t, pol, withPermit(approvedExpr, time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+	pool(t, pol, ownPods, withPermit(approvedExpr, time.Minute, bindgatev1alpha1.PermitTimeoutReject))
 	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t).Name
-	ns := namespace(t, nil)
-	newPod(ns, "waiting").policy(pol).req(corev1.ResourceCPU, "100m").create(t)
+	waitReady(t, pol)
+	ns := ownNamespace(t)
+	newPod(ns, "waiting").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "100m").create(t)
 	eventually(t, 10*time.Second, "the pod waits with a reservation", func() (bool, error) {
-		return len(getPolicy(t, pol).Status.Reservations) == 1, nil
+		return len(getPolicy(t, pol).Status.Reservations) == 1 && permitReason(t, ns, "waiting") == bindgatev1alpha1.ReasonWaiting, nil
 	})
 	p := getPolicy(t, pol)
 	patch := client.MergeFrom(p.DeepCopy())

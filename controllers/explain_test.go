@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/cmd"
@@ -65,6 +66,23 @@ func explainPod(t *testing.T, ns, name string, eo explain.ExplainOptions) (*expl
 }
 
 func with(b *podBuilder, m func(*podBuilder)) *podBuilder { m(b); return b }
+
+// ownNamespace is a new namespace whose pods are deleted when the test ends:
+// a pending pod left behind would be taken by the next test's policies.
+func ownNamespace(t *testing.T) string {
+	t.Helper()
+	ns := namespace(t, nil)
+	t.Cleanup(func() {
+		_ = env.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+	})
+	return ns
+}
+
+// ownPods makes a policy select only the pods labelled owner=<its name>
+// (pods other tests left pending must not land on its nodes).
+func ownPods(p *bindgatev1alpha1.BindingPolicy) {
+	p.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"owner": p.Name}}
+}
 
 func waitBound(t *testing.T, ns, name string) string {
 	t.Helper()
@@ -113,12 +131,12 @@ func TestExplain(t *testing.T) {
 
 	t.Run("anti-affinity", func(t *testing.T) {
 		pol := uniq("explain-aa")
-		pool(t, pol)
+		pool(t, pol, ownPods)
 		n1 := newNode(uniq(pol+"-node")).label("pool", pol).create(t).Name
-		ns := namespace(t, nil)
-		with(newPod(ns, "db-0").policy(pol).req(corev1.ResourceCPU, "100m"), antiAffinity("db", corev1.LabelHostname, true)).create(t)
+		ns := ownNamespace(t)
+		with(newPod(ns, "db-0").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "100m"), antiAffinity("db", corev1.LabelHostname, true)).create(t)
 		waitBound(t, ns, "db-0")
-		with(newPod(ns, "db-1").policy(pol).req(corev1.ResourceCPU, "100m"), antiAffinity("db", corev1.LabelHostname, true)).create(t)
+		with(newPod(ns, "db-1").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "100m"), antiAffinity("db", corev1.LabelHostname, true)).create(t)
 		waitUnschedulable(t, ns, "db-1")
 		r, text := explainPod(t, ns, "db-1", explain.ExplainOptions{})
 		wantReasons(t, r, []explain.ReasonCount{
@@ -133,15 +151,15 @@ func TestExplain(t *testing.T) {
 
 	t.Run("capacity", func(t *testing.T) {
 		pol := uniq("explain-cap")
-		pool(t, pol, func(p *bindgatev1alpha1.BindingPolicy) {
+		pool(t, pol, ownPods, func(p *bindgatev1alpha1.BindingPolicy) {
 			p.Spec.Capacity = map[corev1.ResourceName]bindgatev1alpha1.CapacityQuantity{corev1.ResourceCPU: {Quantity: resource.MustParse("1")}}
 		})
 		a := newNode(uniq(pol+"-a")).label("pool", pol).create(t).Name
 		b := newNode(uniq(pol+"-b")).label("pool", pol).create(t).Name
-		ns := namespace(t, nil)
-		newPod(ns, "first").policy(pol).req(corev1.ResourceCPU, "1").create(t)
+		ns := ownNamespace(t)
+		newPod(ns, "first").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "1").create(t)
 		waitBound(t, ns, "first")
-		newPod(ns, "second").policy(pol).req(corev1.ResourceCPU, "500m").create(t)
+		newPod(ns, "second").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "500m").create(t)
 		waitUnschedulable(t, ns, "second")
 		r, text := explainPod(t, ns, "second", explain.ExplainOptions{AllNodes: true})
 		reason := "policy " + pol + " capacity exhausted for cpu: 1/1 used"
@@ -156,7 +174,7 @@ func TestExplain(t *testing.T) {
 
 	t.Run("taint", func(t *testing.T) {
 		pol := uniq("explain-taint")
-		pool(t, pol)
+		pool(t, pol, ownPods)
 		other := uniq("explain-other")
 		pool(t, other, func(p *bindgatev1alpha1.BindingPolicy) {
 			p.Spec.Priority = 900
@@ -164,8 +182,8 @@ func TestExplain(t *testing.T) {
 		})
 		tainted := newNode(uniq(pol+"-gpu")).label("pool", pol).taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).create(t).Name
 		free := newNode(uniq(pol+"-free")).label("pool", pol).alloc(corev1.ResourceCPU, "1").create(t).Name
-		ns := namespace(t, nil)
-		newPod(ns, "web").policy(pol).req(corev1.ResourceCPU, "2").create(t)
+		ns := ownNamespace(t)
+		newPod(ns, "web").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "2").create(t)
 		waitUnschedulable(t, ns, "web")
 		r, text := explainPod(t, ns, "web", explain.ExplainOptions{})
 		wantReasons(t, r, []explain.ReasonCount{
@@ -184,10 +202,10 @@ func TestExplain(t *testing.T) {
 
 	t.Run("pending permit condition", func(t *testing.T) {
 		pol := uniq("explain-permit")
-		pool(t, pol, withPermit(approvedExpr, 10*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+		pool(t, pol, ownPods, withPermit(approvedExpr, 10*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
 		n1 := newNode(uniq(pol+"-node")).label("pool", pol).create(t).Name
-		ns := namespace(t, nil)
-		newPod(ns, "job").policy(pol).req(corev1.ResourceCPU, "100m").create(t)
+		ns := ownNamespace(t)
+		newPod(ns, "job").policy(pol).label("owner", pol).req(corev1.ResourceCPU, "100m").create(t)
 		eventually(t, 15*time.Second, "pod waiting in Permit", func() (bool, error) {
 			c := podCondition(getPod(t, ns, "job"), bindgatev1alpha1.PodConditionPermitted)
 			return c != nil && c.Reason == bindgatev1alpha1.ReasonWaiting, nil
@@ -241,7 +259,7 @@ func TestExplain(t *testing.T) {
 	})
 
 	t.Run("not a bindgate pod", func(t *testing.T) {
-		ns := namespace(t, nil)
+		ns := ownNamespace(t)
 		plain := newPod(ns, "plain")
 		plain.p.Spec.SchedulingGates = nil
 		plain.create(t)

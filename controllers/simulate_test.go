@@ -68,7 +68,7 @@ spec:
 	}
 	big := newNode(uniq(name+"-big")).label("pool", name).alloc(corev1.ResourceCPU, "16").create(t).Name
 	small := newNode(uniq(name+"-small")).label("pool", name).create(t).Name
-	ns := namespace(t, nil)
+	ns := ownNamespace(t)
 	newPod(ns, "pinned").label("app", app).nodeSelector(corev1.LabelHostname, small).req(corev1.ResourceCPU, "1").create(t)
 	newPod(ns, "free").label("app", app).req(corev1.ResourceCPU, "1").create(t)
 	newPod(ns, "held").label("app", app).label("hold", "yes").req(corev1.ResourceCPU, "500m").create(t)
@@ -184,7 +184,7 @@ spec:
 		t.Fatal(err)
 	}
 	newNode(uniq(name+"-node")).label("pool", name).create(t)
-	ns := namespace(t, nil)
+	ns := ownNamespace(t)
 	newPod(ns, "a").label("app", app).req(corev1.ResourceCPU, "1").create(t)
 	newPod(ns, "b").label("app", app).req(corev1.ResourceCPU, "1").create(t)
 
