@@ -31,10 +31,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/cmd"
 	"github.com/bindgate/bindgate/controllers"
+	"github.com/bindgate/bindgate/internal/options"
+	"github.com/bindgate/bindgate/internal/policy"
 )
 
 var scheme = runtime.NewScheme()
@@ -49,30 +52,8 @@ func main() {
 		// Client subcommands (bindgate explain, kubectl bindgate ...).
 		cmd.Main()
 	}
-	var (
-		metricsAddr          string
-		metricsSecure        bool
-		probeAddr            string
-		enableLeaderElection bool
-		leaderElectionNS     string
-		pprofAddr            string
-		opts                 controllers.Options
-		webhooks             webhookOptions
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080",
-		"The address the Prometheus metrics endpoint binds to. Use 0 to disable it.")
-	flag.BoolVar(&metricsSecure, "metrics-secure", true,
-		"Serve /metrics over HTTPS to authenticated, authorized clients only: a bearer token the API server accepts (TokenReview) whose user may get the non-resource URL /metrics (SubjectAccessReview). false serves plain HTTP to anyone (for local runs).")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
-		"The address the /healthz and /readyz endpoints bind to.")
-	flag.BoolVar(&enableLeaderElection, "leader-elect", true,
-		"Elect a leader so that only one replica runs the binding cycle at a time.")
-	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "",
-		"Namespace of the leader election Lease (default: the operator's namespace).")
-	flag.StringVar(&pprofAddr, "pprof-bind-address", "",
-		"The address net/http/pprof is served on (e.g. localhost:6060); empty disables it.")
-	opts.BindFlags(flag.CommandLine)
-	webhooks.bindFlags(flag.CommandLine)
+	var opts options.Options
+	opts.AddFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-devel, --zap-encoder, --zap-log-level, ...
 	// --kubeconfig is registered by controller-runtime's config package.
@@ -80,17 +61,14 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
-
 	if err := opts.Validate(); err != nil {
 		setupLog.Error(err, "Invalid flags")
 		os.Exit(1)
 	}
-	if err := webhooks.validate(); err != nil {
-		setupLog.Error(err, "Invalid flags")
-		os.Exit(1)
+	leaseNS := opts.Manager.LeaderElectionNamespace
+	if leaseNS == "" {
+		leaseNS = opts.Operator.Namespace
 	}
-
-	opts.LeaderElection = enableLeaderElection
 
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
@@ -101,13 +79,13 @@ func main() {
 	mgr, err := ctrl.NewManager(controllers.RESTConfig(cfg), ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(),
-		Metrics:                 metricsOptions(metricsAddr, metricsSecure),
-		HealthProbeBindAddress:  probeAddr,
-		WebhookServer:           webhooks.server(),
-		PprofBindAddress:        pprofAddr,
-		LeaderElection:          enableLeaderElection,
+		Metrics:                 metricsOptions(opts.Manager.MetricsAddr, opts.Manager.MetricsSecure),
+		HealthProbeBindAddress:  opts.Manager.ProbeAddr,
+		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.Admission.Port, CertDir: opts.Admission.Certs.CertDir}),
+		PprofBindAddress:        opts.Manager.PprofAddr,
+		LeaderElection:          opts.Manager.LeaderElection,
 		LeaderElectionID:        "bindgate.scheduling.bindgate.dev",
-		LeaderElectionNamespace: leaderElectionNS,
+		LeaderElectionNamespace: leaseNS,
 		// The binding cycle stops at once when leadership is lost; a new
 		// leader rebuilds its state from the policies' status.
 		LeaderElectionReleaseOnCancel: true,
@@ -116,7 +94,9 @@ func main() {
 		setupLog.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
+	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+		Scheduling: opts.Scheduling, Outbound: opts.Outbound, Operator: opts.Operator, LeaderElection: opts.Manager.LeaderElection,
+	}); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
 	}
@@ -129,8 +109,8 @@ func main() {
 		os.Exit(1)
 	}
 
-	if err := setupWebhooks(ctx, mgr, &webhooks); err != nil {
-		setupLog.Error(err, "Unable to set up the webhooks")
+	if err := setupAdmission(ctx, mgr, opts.Admission, opts.Operator.Namespace, policy.Validator{Destinations: opts.Outbound.Destinations()}); err != nil {
+		setupLog.Error(err, "Unable to set up the admission webhooks")
 		os.Exit(1)
 	}
 

@@ -50,6 +50,7 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/explain"
+	"github.com/bindgate/bindgate/internal/options"
 )
 
 // PluginName is the name `make install-plugin` gives the binary: kubectl
@@ -141,12 +142,8 @@ func (c *common) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 	fs.StringVar(&c.context, "context", "", "The kubeconfig context to use.")
 	fs.StringVarP(&c.namespace, "namespace", "n", "", "The namespace (default: the context's).")
-	ns := os.Getenv("POD_NAMESPACE")
-	if ns == "" {
-		ns = "bindgate-system"
-	}
-	fs.StringVar(&c.operatorNamespace, "operator-namespace", ns, "The operator's namespace, where its seal key Secret is.")
-	fs.StringVar(&c.sealSecret, "seal-key-secret", "bindgate-seal-key", "The Secret that holds the operator's seal key.")
+	fs.StringVar(&c.operatorNamespace, "operator-namespace", options.DefaultNamespace(), "The operator's namespace, where its seal key Secret is.")
+	fs.StringVar(&c.sealSecret, "seal-key-secret", options.DefaultSealKeySecret, "The Secret that holds the operator's seal key.")
 	fs.StringVarP(&c.output, "output", "o", "text", "Output format: text or json.")
 }
 

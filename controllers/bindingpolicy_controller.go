@@ -30,7 +30,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,19 +39,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
 // BindingPolicyReconciler keeps each policy's Ready condition,
-// observedGeneration, boundPods and used current. It never writes the spec, so GitOps tools see
-// no drift.
+// observedGeneration, boundPods and used current. It never writes the spec,
+// so GitOps tools see no drift.
 type BindingPolicyReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	// Validate checks a policy beyond what the CRD schema can; nil accepts
-	// everything the schema accepted.
-	Validate func(*bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool)
+	// Validator checks a policy beyond what the CRD schema can, as the
+	// admission webhook does; Ready carries its errors.
+	Validator policy.Validator
 	// Secrets, when set, reads the Secrets that webhooks' signingSecretRef
 	// name, in SecretNamespace: a policy whose Secret or key is missing is
 	// not Ready.
@@ -79,8 +78,8 @@ var (
 func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 
-	policy := &bindgatev1alpha1.BindingPolicy{}
-	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
+	pol := &bindgatev1alpha1.BindingPolicy{}
+	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
@@ -89,177 +88,56 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Status:             metav1.ConditionTrue,
 		Reason:             bindgatev1alpha1.ReasonValid,
 		Message:            "The policy is valid and in use",
-		ObservedGeneration: policy.Generation,
+		ObservedGeneration: pol.Generation,
 	}
-	if policy.Spec.Mode == bindgatev1alpha1.ModeDryRun {
+	if pol.Spec.Mode == bindgatev1alpha1.ModeDryRun {
 		ready.Message = "The policy is valid; in DryRun mode it takes no pod and records what it would do in status.dryRun"
 	}
 	var result ctrl.Result
-	if reason, message, ok := r.validate(policy); !ok {
-		ready.Status = metav1.ConditionFalse
-		ready.Reason = reason
-		ready.Message = message
-	} else if refs := secretRefs(policy); len(refs) > 0 && r.Secrets != nil {
+	if errs := r.Validator.Validate(pol); len(errs) > 0 {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, policy.Reason(errs), errs.ToAggregate().Error()
+	} else if r.Secrets != nil && policy.HasSecrets(pol) {
 		result.RequeueAfter = secretPresentRecheck
-		if msg := r.missingSecret(ctx, refs); msg != "" {
-			ready.Status = metav1.ConditionFalse
-			ready.Reason = bindgatev1alpha1.ReasonMissingSecret
-			ready.Message = msg
+		if msg := policy.MissingSecret(ctx, r.Secrets, r.SecretNamespace, pol); msg != "" {
+			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, bindgatev1alpha1.ReasonMissingSecret, msg
 			result.RequeueAfter = secretMissingRecheck
 		}
 	}
 
-	bound, used, err := r.usage(ctx, policy)
+	bound, used, err := policy.Usage(r.pods, pol)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	// A policy switched to Enforce starts afresh: what it would have done
 	// in DryRun mode no longer applies.
-	staleDryRun := policy.Status.DryRun != nil && policy.Spec.Mode != bindgatev1alpha1.ModeDryRun
-	if policy.Status.ObservedGeneration == policy.Generation && !staleDryRun &&
-		policy.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(policy.Status.Used, used) {
-		if cur := meta.FindStatusCondition(policy.Status.Conditions, ready.Type); cur != nil &&
+	staleDryRun := pol.Status.DryRun != nil && pol.Spec.Mode != bindgatev1alpha1.ModeDryRun
+	if pol.Status.ObservedGeneration == pol.Generation && !staleDryRun &&
+		pol.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(pol.Status.Used, used) {
+		if cur := meta.FindStatusCondition(pol.Status.Conditions, ready.Type); cur != nil &&
 			cur.Status == ready.Status && cur.Reason == ready.Reason && cur.Message == ready.Message &&
 			cur.ObservedGeneration == ready.ObservedGeneration {
 			return result, nil
 		}
 	}
 
-	patch := client.MergeFromWithOptions(policy.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	policy.Status.ObservedGeneration = policy.Generation
-	policy.Status.BoundPods = bound
-	policy.Status.Used = used
+	patch := client.MergeFromWithOptions(pol.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pol.Status.ObservedGeneration = pol.Generation
+	pol.Status.BoundPods = bound
+	pol.Status.Used = used
 	if staleDryRun {
-		policy.Status.DryRun = nil
+		pol.Status.DryRun = nil
 	}
-	meta.SetStatusCondition(&policy.Status.Conditions, ready)
-	if err := r.Status().Patch(ctx, policy, patch); err != nil {
+	meta.SetStatusCondition(&pol.Status.Conditions, ready)
+	if err := r.Status().Patch(ctx, pol, patch); err != nil {
 		if apierrors.IsConflict(err) {
 			// The ledger wrote reservations meanwhile; try again on fresh data.
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("patching the status of BindingPolicy %s: %w", policy.Name, err)
+		return ctrl.Result{}, fmt.Errorf("patching the status of BindingPolicy %s: %w", pol.Name, err)
 	}
 	log.V(4).Info("Updated policy status", "ready", ready.Status, "reason", ready.Reason)
 	return result, nil
-}
-
-// secretRef is one signingSecretRef and the field that holds it.
-type secretRef struct {
-	field string
-	ref   *bindgatev1alpha1.SecretKeyRef
-}
-
-func secretRefs(p *bindgatev1alpha1.BindingPolicy) []secretRef {
-	var refs []secretRef
-	add := func(field string, wh *bindgatev1alpha1.Webhook) {
-		if wh != nil && wh.SigningSecretRef != nil {
-			refs = append(refs, secretRef{field: field, ref: wh.SigningSecretRef})
-		}
-	}
-	if p.Spec.Bind != nil {
-		add("spec.bind.webhook", p.Spec.Bind.Webhook)
-	}
-	if p.Spec.Permit != nil {
-		for i := range p.Spec.Permit.Conditions {
-			if c := &p.Spec.Permit.Conditions[i]; c.Webhook != nil {
-				add(fmt.Sprintf("spec.permit.conditions[%d] (%s)", i, c.Name), &c.Webhook.Webhook)
-			}
-		}
-	}
-	for i := range p.Spec.PostBind {
-		h := &p.Spec.PostBind[i]
-		add(fmt.Sprintf("spec.postBind[%d] (%s)", i, h.Name), &h.Webhook)
-	}
-	return refs
-}
-
-// missingSecret names the first signingSecretRef whose Secret or key cannot
-// be read ("" when all can).
-func (r *BindingPolicyReconciler) missingSecret(ctx context.Context, refs []secretRef) string {
-	for _, s := range refs {
-		_, err := r.Secrets.GetSecretKey(ctx, r.SecretNamespace, s.ref.Name, s.ref.Key)
-		switch {
-		case err == nil:
-			continue
-		case apierrors.IsNotFound(err):
-			return fmt.Sprintf("%s: signingSecretRef: Secret %s/%s not found", s.field, r.SecretNamespace, s.ref.Name)
-		default:
-			return fmt.Sprintf("%s: signingSecretRef: Secret %s/%s, key %s: %v", s.field, r.SecretNamespace, s.ref.Name, s.ref.Key, err)
-		}
-	}
-	return ""
-}
-
-func (r *BindingPolicyReconciler) validate(p *bindgatev1alpha1.BindingPolicy) (string, string, bool) {
-	for field, sel := range map[string]*metav1.LabelSelector{
-		"spec.namespaceSelector": p.Spec.NamespaceSelector,
-		"spec.podSelector":       p.Spec.PodSelector,
-		"spec.nodeSelector":      p.Spec.NodeSelector,
-	} {
-		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-			return bindgatev1alpha1.ReasonInvalidSelector, fmt.Sprintf("%s: %v", field, err), false
-		}
-	}
-	if r.Validate != nil {
-		return r.Validate(p)
-	}
-	return "", "", true
-}
-
-// boundPolicyIndex indexes the pods in the informer cache that count
-// against a policy: bound by it and not terminated.
-const boundPolicyIndex = "bindgate.boundPolicy"
-
-func boundPolicyOf(pod *corev1.Pod) string {
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return ""
-	}
-	policy, _ := bind.BoundBy(pod) // never a policy the pod's owner named
-	return policy
-}
-
-// usage counts the policy's bound, non-terminated pods and what it uses:
-// their requests plus its recorded reservations of pods not yet seen bound,
-// for cpu, memory and the resources its capacity lists.
-func (r *BindingPolicyReconciler) usage(ctx context.Context, p *bindgatev1alpha1.BindingPolicy) (int32, corev1.ResourceList, error) {
-	// The informer's own index: its pods as they are, no list copied (a
-	// list of every bound pod every few seconds was most of the operator's
-	// garbage at 10000 pods).
-	objs, err := r.pods.ByIndex(boundPolicyIndex, p.Name)
-	if err != nil {
-		return 0, nil, fmt.Errorf("listing the pods of BindingPolicy %s: %w", p.Name, err)
-	}
-	used := corev1.ResourceList{}
-	add := func(l corev1.ResourceList) {
-		for name, q := range l {
-			if _, capped := p.Spec.Capacity[name]; !capped && name != corev1.ResourceCPU && name != corev1.ResourceMemory {
-				continue
-			}
-			sum := used[name]
-			sum.Add(q)
-			used[name] = sum
-		}
-	}
-	bound := make(map[types.UID]bool, len(objs))
-	for _, o := range objs {
-		pod, ok := o.(*corev1.Pod)
-		if !ok {
-			continue
-		}
-		bound[pod.UID] = true
-		add(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
-	}
-	for _, res := range p.Status.Reservations {
-		if !bound[res.PodUID] {
-			add(res.Resources)
-		}
-	}
-	if len(used) == 0 {
-		used = nil
-	}
-	return int32(len(bound)), used, nil
 }
 
 // usageDelay batches the status writes that bound pods cause: a burst of
@@ -270,43 +148,29 @@ const usageDelay = 2 * time.Second
 // trigger it. Pods it bound that start or stop counting against a policy
 // requeue that policy after usageDelay.
 func (r *BindingPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	index, err := policy.IndexBound(ctx, mgr.GetCache())
 	if err != nil {
-		return fmt.Errorf("getting the pod informer: %w", err)
+		return err
 	}
-	sii, ok := informer.(toolscache.SharedIndexInformer)
-	if !ok {
-		return fmt.Errorf("the pod informer is a %T, not a SharedIndexInformer", informer)
-	}
-	if err := sii.AddIndexers(toolscache.Indexers{boundPolicyIndex: func(o any) ([]string, error) {
-		if pod, ok := o.(*corev1.Pod); ok {
-			if p := boundPolicyOf(pod); p != "" {
-				return []string{p}, nil
-			}
-		}
-		return nil, nil
-	}}); err != nil {
-		return fmt.Errorf("indexing pods by the policy that bound them: %w", err)
-	}
-	r.pods = sii.GetIndexer()
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], policy string) {
-		if policy != "" {
-			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: policy}}, usageDelay)
+	r.pods = index
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], name string) {
+		if name != "" {
+			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, usageDelay)
 		}
 	}
 	pods := handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, boundPolicyOf(e.Object.(*corev1.Pod)))
+			enqueue(q, policy.BoundTo(e.Object.(*corev1.Pod)))
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if before, after := boundPolicyOf(e.ObjectOld.(*corev1.Pod)), boundPolicyOf(e.ObjectNew.(*corev1.Pod)); before != after {
+			if before, after := policy.BoundTo(e.ObjectOld.(*corev1.Pod)), policy.BoundTo(e.ObjectNew.(*corev1.Pod)); before != after {
 				enqueue(q, before)
 				enqueue(q, after)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if pod, ok := e.Object.(*corev1.Pod); ok {
-				enqueue(q, boundPolicyOf(pod))
+				enqueue(q, policy.BoundTo(pod))
 			}
 		},
 	}

@@ -35,8 +35,8 @@ import (
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/cmd"
-	"github.com/bindgate/bindgate/controllers"
 	"github.com/bindgate/bindgate/internal/explain"
+	"github.com/bindgate/bindgate/internal/options"
 )
 
 func explainOptions(t *testing.T) explain.Options {
@@ -47,7 +47,7 @@ func explainOptions(t *testing.T) explain.Options {
 	}
 	return explain.Options{
 		Client: env.Client, Clientset: cs, OperatorNamespace: operatorNamespace,
-		SealKeySecret: controllers.DefaultSealSecretName, Clock: clock.RealClock{},
+		SealKeySecret: options.DefaultSealKeySecret, Clock: clock.RealClock{},
 	}
 }
 

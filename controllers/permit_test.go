@@ -27,9 +27,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/testenv"
 	policywebhook "github.com/bindgate/bindgate/internal/webhooks/policy"
 )
@@ -241,7 +243,7 @@ func TestPermitInvalidExpression(t *testing.T) {
 					return c.Status == metav1.ConditionTrue, nil
 				}
 				return c.Status == metav1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonInvalidExpression &&
-					strings.Contains(c.Message, "spec.permit.conditions[0] (approved): ") && strings.Contains(c.Message, tc.wantErr), nil
+					strings.Contains(c.Message, "spec.permit.conditions[0].expression") && strings.Contains(c.Message, "condition approved: ") && strings.Contains(c.Message, tc.wantErr), nil
 			})
 		})
 	}
@@ -284,10 +286,10 @@ func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = whEnv.Stop() })
-	whEnv.ServeWebhooks(t, policywebhook.Setup)
+	whEnv.ServeWebhooks(t, func(m ctrl.Manager) error { return policywebhook.Setup(m, policy.Validator{}) })
 	ctx := context.Background()
 
-	policy := func(name, expr string) *bindgatev1alpha1.BindingPolicy {
+	withZone := func(name, expr string) *bindgatev1alpha1.BindingPolicy {
 		p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		withPermit(approvedExpr, 30*time.Second, bindgatev1alpha1.PermitTimeoutReject)(p)
 		p.Spec.Permit.Conditions = append(p.Spec.Permit.Conditions,
@@ -299,31 +301,31 @@ func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
 	// connection error. Wait for the first real verdict.
 	var createErr error
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		createErr = c.Create(ctx, policy("bad", `node.metadata.labels['zone'] ==`), client.DryRunAll)
-		return createErr != nil && strings.Contains(createErr.Error(), "invalid permit expression"), nil
+		createErr = c.Create(ctx, withZone("bad", `node.metadata.labels['zone'] ==`), client.DryRunAll)
+		return createErr != nil && strings.Contains(createErr.Error(), "spec.permit.conditions[1].expression"), nil
 	}); err != nil {
 		t.Fatalf("the webhook never refused the policy; last error: %v", createErr)
 	}
-	if !strings.Contains(createErr.Error(), "spec.permit.conditions[1] (zone)") {
+	if !strings.Contains(createErr.Error(), "condition zone: ") {
 		t.Errorf("refusal does not name the condition: %v", createErr)
 	}
 	for name, tc := range typedExpressions {
 		t.Run(name, func(t *testing.T) {
-			err := c.Create(ctx, policy(uniq("typed"), tc.expr), client.DryRunAll)
+			err := c.Create(ctx, withZone(uniq("typed"), tc.expr), client.DryRunAll)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("valid expression refused: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone): ") || !strings.Contains(err.Error(), tc.wantErr)):
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1].expression") || !strings.Contains(err.Error(), "condition zone: ") || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Errorf("err = %v, want one naming the condition and containing %q", err, tc.wantErr)
 			}
 		})
 	}
-	good := policy("good", `node.metadata.labels[?'zone'].orValue('') == 'a'`)
+	good := withZone("good", `node.metadata.labels[?'zone'].orValue('') == 'a'`)
 	if err := c.Create(ctx, good); err != nil {
 		t.Fatalf("valid policy refused: %v", err)
 	}
 	good.Spec.Permit.Conditions[1].Expression = `node.metadata.labels[`
-	if err := c.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1] (zone)") {
+	if err := c.Update(ctx, good); err == nil || !strings.Contains(err.Error(), "spec.permit.conditions[1].expression") {
 		t.Errorf("update to an invalid expression: err = %v", err)
 	}
 }

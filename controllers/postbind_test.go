@@ -62,13 +62,11 @@ func newWebhookEnv(t *testing.T) *webhookEnv {
 	if err := env.Client.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	return &webhookEnv{ns: ns, opts: controllers.Options{
-		Workers: 16,
-		WebhookOptions: controllers.WebhookOptions{
-			OperatorNamespace:  ns,
-			WebhookBaseBackoff: 50 * time.Millisecond,
-		},
-	}}
+	w := &webhookEnv{ns: ns}
+	w.opts.Workers = 16
+	w.opts.Namespace = ns
+	w.opts.WebhookBaseBackoff = 50 * time.Millisecond
+	return w
 }
 
 // start runs a manager with the env's options until stop (or the test end).
@@ -498,9 +496,9 @@ func TestPostBindForbiddenURLMakesPolicyNotReady(t *testing.T) {
 		ready = meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReady)
 		return ready != nil && ready.Status == metav1.ConditionFalse, nil
 	})
-	if ready.Reason != bindgatev1alpha1.ReasonInvalidWebhook || !strings.Contains(ready.Message, "spec.postBind[1] (metadata)") ||
+	if ready.Reason != bindgatev1alpha1.ReasonInvalidWebhook || !strings.Contains(ready.Message, "spec.postBind[1].url") ||
 		!strings.Contains(ready.Message, "169.254.169.254") {
-		t.Errorf("Ready condition %s: %s, want InvalidWebhook naming spec.postBind[1] and 169.254.169.254", ready.Reason, ready.Message)
+		t.Errorf("Ready condition %s: %s, want InvalidWebhook naming spec.postBind[1].url and 169.254.169.254", ready.Reason, ready.Message)
 	}
 	ns := namespace(t, nil)
 	pod := newPod(ns, "p").policy(name).create(t)

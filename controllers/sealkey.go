@@ -27,19 +27,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/options"
 )
-
-// DefaultSealSecretName is the Secret, in the operator's namespace, that
-// holds the key of the seals on bindgate's pod bookkeeping (see
-// internal/bind). Both installs create it empty; the first replica to start
-// fills it, and every replica and restart uses the same key.
-const DefaultSealSecretName = "bindgate-seal-key"
 
 // sealKeyField is the Secret's key that holds the seal key.
 const sealKeyField = "key"
+
+// useSealKey loads the seal key from the Secret opts name in the
+// operator's namespace and hands it to internal/bind.
+func useSealKey(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	secret := opts.SealKeySecret
+	if secret == "" {
+		secret = options.DefaultSealKeySecret
+	}
+	key, err := loadSealKey(ctx, mgr.GetClient(), mgr.GetAPIReader(), types.NamespacedName{Namespace: opts.Namespace, Name: secret})
+	if err != nil {
+		return err
+	}
+	bind.UseSealKey(key)
+	return nil
+}
 
 // loadSealKey reads the seal key from the Secret ns/name, generating it
 // when the Secret is empty (creating the Secret when it does not exist, as

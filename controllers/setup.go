@@ -20,116 +20,48 @@ package controllers
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/bindhook"
 	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/eventhandlers"
 	"github.com/bindgate/bindgate/internal/ledger"
+	"github.com/bindgate/bindgate/internal/options"
 	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
+	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/queue"
 	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
-// Options are the operator's tunables, bound to command-line flags.
+// Options are what the controllers need of the operator's options
+// (internal/options declares the flags), with the manager's leader
+// election and an injectable clock.
 type Options struct {
-	// Workers is the number of pods cycled concurrently.
-	Workers int
-	// BindConcurrency bounds the asynchronous binds in flight.
-	BindConcurrency int
-	// DurableReservations is "auto" (the default, also when empty),
-	// "always" or "waiting" (see the flag).
-	DurableReservations string
+	options.Scheduling
+	options.Outbound
+	options.Operator
 	// LeaderElection says the manager elects a leader, so that one replica
 	// at a time runs the cycle. False (the zero value) is the safe
 	// assumption: other replicas may be active, and "auto" makes every
 	// reservation durable.
 	LeaderElection bool
-	// PercentageOfNodesToScore overrides the adaptive node sample (0: adaptive).
-	PercentageOfNodesToScore int
 	// Clock is injectable for tests; nil means the real clock.
 	Clock clock.Clock
-	// WebhookOptions configure the bind and postBind webhooks.
-	WebhookOptions
 }
 
-// BindFlags registers the options on fs.
-func (o *Options) BindFlags(fs *flag.FlagSet) {
-	o.bindFlags(fs)
-	fs.IntVar(&o.Workers, "workers", 16, "Number of pods that run the binding cycle concurrently.")
-	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableAuto,
-		"Which reservations are recorded in the policy's status before the pod goes on: auto (always when --leader-elect=false, else waiting), waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, safe only while leader election keeps a single active replica) or always (every one; the ledger's optimistic concurrency then keeps replicas running without leader election from double-booking).")
-	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
-		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle), so workers move on to the next pod.")
-	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
-		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
-}
-
-// RESTConfig returns a copy of cfg as the operator's clients use it: without
-// response compression, as kube-scheduler's clients (it sets
-// DisableCompression too). Otherwise the API server gzips every event of the
-// informers' watch-list streams, each flush on its own — CPU it and the
-// operator spend on every pod update, for a connection that usually stays
-// inside the cluster.
-func RESTConfig(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.DisableCompression = true
-	return cfg
-}
-
-// CacheOptions keeps only what the cycle needs in the informer cache:
-// managedFields are stripped from every object.
-func CacheOptions() crcache.Options {
-	return crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()}
-}
-
-// Values of --durable-reservations.
-const (
-	DurableAuto    = "auto"
-	DurableWaiting = "waiting"
-	DurableAlways  = "always"
-)
-
-// Validate checks the options.
-func (o *Options) Validate() error {
-	switch o.DurableReservations {
-	case "", DurableAuto, DurableWaiting, DurableAlways:
-		return nil
-	}
-	return fmt.Errorf("--durable-reservations=%q: want auto, waiting or always", o.DurableReservations)
-}
-
-// DurableAll says whether every reservation is recorded in the policy's
-// status before its bind: always, or auto (and unset) without leader
-// election, when replicas may run the cycle at once and only the ledger's
-// optimistic concurrency keeps them from double-booking.
-func (o *Options) DurableAll() bool {
-	switch o.DurableReservations {
-	case DurableAlways:
-		return true
-	case DurableWaiting:
-		return false
-	default:
-		return !o.LeaderElection
-	}
-}
+// durableAll says whether every reservation is recorded before its bind.
+func (o *Options) durableAll() bool { return o.DurableAll(o.LeaderElection) }
 
 // SetupWithManager registers every controller with mgr.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
@@ -144,18 +76,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	// The seal key comes first: without it no pod's bookkeeping could be
 	// told from what its owner wrote.
-	secret := opts.SealKeySecret
-	if secret == "" {
-		secret = DefaultSealSecretName
-	}
-	key, err := loadSealKey(ctx, mgr.GetClient(), mgr.GetAPIReader(), types.NamespacedName{Namespace: opts.OperatorNamespace, Name: secret})
-	if err != nil {
+	if err := useSealKey(ctx, mgr, opts); err != nil {
 		return err
 	}
-	bind.UseSealKey(key)
 
 	recorder := boundedRecorder{mgr.GetEventRecorder("bindgate")}
-	policies := &BindingPolicyReconciler{Client: mgr.GetClient(), Recorder: recorder, Validate: validatePolicy}
+	policies := &BindingPolicyReconciler{
+		Client: mgr.GetClient(), Recorder: recorder, Validator: policy.Validator{Destinations: opts.Destinations()},
+	}
 	if err := policies.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the BindingPolicy controller: %w", err)
 	}
@@ -169,7 +97,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	l := ledger.New(mgr.GetClient(), mgr.GetAPIReader(), handlers.Recheck(mgr.GetAPIReader()))
 	// Several replicas may be active at once: every record is checked
 	// against the status and the pods bound on its node.
-	l.ValidateEveryWrite = opts.DurableAll()
+	l.ValidateEveryWrite = opts.durableAll()
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}
@@ -183,7 +111,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Placer:   placer,
 		Binder:   &bind.Binder{Client: mgr.GetClient()},
 	}
-	if err := setupBindWebhooks(mgr, opts, sched, policies); err != nil {
+	if err := setupHooks(mgr, opts, sched, policies); err != nil {
 		return err
 	}
 	q := queue.New(opts.Clock, sched.ClusterChanged)
@@ -201,19 +129,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	sched.PermitPlugins = permits.PluginsFor
 	sched.Wake = q.Activate
-	sched.Durability = ledger.Durability{All: opts.DurableAll()}
+	sched.Durability = ledger.Durability{All: opts.durableAll()}
 	sched.SoleReplica = opts.LeaderElection
-	sched.UngateMethod = ungateMethod(ctx, mgr)
+	sched.UngateMethod = bind.DetectMethod(ctx, mgr.GetConfig(), mgr.GetHTTPClient())
 
-	if err := handlers.Register(ctx, mgr.GetCache()); err != nil {
+	loaded, err := handlers.AddToManager(ctx, mgr)
+	if err != nil {
 		return err
-	}
-	loader := eventhandlers.NewLoader(handlers, mgr.GetCache())
-	if err := mgr.Add(loader); err != nil {
-		return fmt.Errorf("adding the ledger loader: %w", err)
-	}
-	if err := mgr.Add(eventhandlers.Expirer{Cache: c}); err != nil {
-		return fmt.Errorf("adding the reservation expirer: %w", err)
 	}
 	dry := &dryrun.Recorder{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Placer: placer, Node: c.Node, Events: recorder, Clock: opts.Clock,
@@ -222,7 +144,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("adding the DryRun recorder: %w", err)
 	}
 	pods := &PodReconciler{
-		Client: mgr.GetClient(), Scheduler: sched, Queue: q, Handlers: handlers, Loaded: loader.Loaded(), Workers: opts.Workers,
+		Client: mgr.GetClient(), Scheduler: sched, Queue: q, Handlers: handlers, Loaded: loaded, Workers: opts.Workers,
 		DryRun: dry,
 	}
 	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
@@ -230,16 +152,6 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("setting up the pod controller: %w", err)
 	}
 	return nil
-}
-
-// validatePolicy refuses a policy whose permit expressions do not compile:
-// its Ready condition turns False with reason InvalidExpression, and its pods
-// stay gated (PolicyNotReady) until it is fixed.
-func validatePolicy(p *bindgatev1alpha1.BindingPolicy) (reason, message string, ok bool) {
-	if err := permit.Compile(p); err != nil {
-		return bindgatev1alpha1.ReasonInvalidExpression, err.Error(), false
-	}
-	return "", "", true
 }
 
 // newPlacer builds kube-scheduler's framework over the cache. Its informer
@@ -271,23 +183,4 @@ func newPlacer(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, opts Optio
 		return nil, fmt.Errorf("adding the placer: %w", err)
 	}
 	return p, nil
-}
-
-// ungateMethod asks the API server its version once: pods are ungated by a
-// whole-pod update when it is not newer than this binary, else by a patch.
-func ungateMethod(ctx context.Context, mgr ctrl.Manager) bind.Method {
-	log := ctrl.LoggerFrom(ctx).WithName("setup")
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		log.Error(err, "Unable to create a discovery client; ungating by patch")
-		return bind.ByPatch
-	}
-	info, err := dc.ServerVersion()
-	if err != nil {
-		log.Error(err, "Unable to read the API server version; ungating by patch")
-		return bind.ByPatch
-	}
-	m := bind.MethodFor(info)
-	log.Info("Chose how to lift the scheduling gate", "method", m, "apiServerVersion", info.GitVersion)
-	return m
 }

@@ -24,36 +24,6 @@ import (
 	"github.com/bindgate/bindgate/controllers"
 )
 
-// TestDurableAll: the default never leaves replicas without leader
-// election to record only some reservations.
-func TestDurableAll(t *testing.T) {
-	cases := map[string]struct {
-		mode          string
-		leaderElected bool
-		want          bool
-	}{
-		"unset, no leader election":                       {mode: "", want: true},
-		"unset, leader election":                          {mode: "", leaderElected: true, want: false},
-		"auto, no leader election":                        {mode: controllers.DurableAuto, want: true},
-		"auto, leader election":                           {mode: controllers.DurableAuto, leaderElected: true, want: false},
-		"always, leader election":                         {mode: controllers.DurableAlways, leaderElected: true, want: true},
-		"always, no leader election":                      {mode: controllers.DurableAlways, want: true},
-		"waiting, leader election":                        {mode: controllers.DurableWaiting, leaderElected: true, want: false},
-		"waiting, no leader election (explicitly unsafe)": {mode: controllers.DurableWaiting, want: false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			o := controllers.Options{DurableReservations: tc.mode, LeaderElection: tc.leaderElected}
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			if got := o.DurableAll(); got != tc.want {
-				t.Errorf("DurableAll() = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestTruncateNote(t *testing.T) {
 	cases := map[string]struct {
 		in      string

@@ -30,6 +30,7 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/controllers"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/options"
 )
 
 // strandPod creates a pod as an operator leaves it when it stops between
@@ -38,7 +39,7 @@ import (
 func strandPod(t *testing.T, ns, name, policy, node string, owned bool) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	key, err := controllers.LoadSealKey(ctx, env.Client, env.Client, types.NamespacedName{Namespace: operatorNamespace, Name: controllers.DefaultSealSecretName})
+	key, err := controllers.LoadSealKey(ctx, env.Client, env.Client, types.NamespacedName{Namespace: operatorNamespace, Name: options.DefaultSealKeySecret})
 	if err != nil {
 		t.Fatal(err)
 	}

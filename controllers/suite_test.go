@@ -100,12 +100,13 @@ func startManagerWithConfig(t *testing.T, cfg *rest.Config, workers int, mutate 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := controllers.Options{Workers: workers}
+	var opts controllers.Options
+	opts.Workers = workers
 	for _, m := range mutate {
 		m(&opts)
 	}
-	if opts.OperatorNamespace == "" {
-		opts.OperatorNamespace = operatorNamespace
+	if opts.Namespace == "" {
+		opts.Namespace = operatorNamespace
 	}
 	if opts.AllowedWebhookCIDRs == nil {
 		// The tests' webhook receivers listen on loopback, which the

@@ -25,10 +25,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/cache"
 )
+
+// AddToManager registers the handlers with the manager's informers and
+// adds the Loader and the Expirer; the channel is closed once the ledger is
+// loaded.
+func (h *Handlers) AddToManager(ctx context.Context, mgr manager.Manager) (<-chan struct{}, error) {
+	if err := h.Register(ctx, mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	loader := NewLoader(h, mgr.GetCache())
+	if err := mgr.Add(loader); err != nil {
+		return nil, fmt.Errorf("adding the ledger loader: %w", err)
+	}
+	if err := mgr.Add(Expirer{Cache: h.Cache}); err != nil {
+		return nil, fmt.Errorf("adding the reservation expirer: %w", err)
+	}
+	return loader.Loaded(), nil
+}
 
 // Loader rebuilds the reservations recorded in every policy's status once
 // the informer caches have synced, releases the stale ones (pod gone, pod

@@ -32,7 +32,6 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/framework"
-	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
 	"github.com/bindgate/bindgate/internal/policy"
 )
@@ -138,8 +137,8 @@ func Simulate(ctx context.Context, opts Options, pol *bindgatev1alpha1.BindingPo
 		// The permit plugins are cached per policy UID and generation.
 		pol.UID = uuid.NewUUID()
 	}
-	if err := permit.Compile(pol); err != nil {
-		return nil, fmt.Errorf("the BindingPolicy would be refused: %w", err)
+	if errs := (policy.Validator{}).Validate(pol); len(errs) > 0 {
+		return nil, fmt.Errorf("the BindingPolicy would be refused: %w", errs.ToAggregate())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -26,7 +26,6 @@ package permit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -192,23 +191,11 @@ func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checke
 	return nil
 }
 
-// Compile checks every expression condition of the policy. The error names
-// the first condition that does not compile:
-// "spec.permit.conditions[0] (approved): ...".
-func Compile(policy *bindgatev1alpha1.BindingPolicy) error {
-	if policy.Spec.Permit == nil {
-		return nil
-	}
-	var errs []error
-	for i, c := range policy.Spec.Permit.Conditions {
-		if c.Expression == "" {
-			continue
-		}
-		if _, err := compileExpression(c.Expression, false); err != nil {
-			errs = append(errs, fmt.Errorf("spec.permit.conditions[%d] (%s): %w", i, c.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+// CheckExpression type-checks expr against the pod, node and policy
+// schemas and refuses it when its estimated worst-case cost is too high.
+func CheckExpression(expr string) error {
+	_, err := compileExpression(expr, false)
+	return err
 }
 
 // Expression is the permit plugin of one expression condition.

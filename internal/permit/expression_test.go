@@ -29,6 +29,7 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/permit"
+	"github.com/bindgate/bindgate/internal/policy"
 )
 
 const approved = `has(pod.metadata.annotations) && pod.metadata.annotations[?'scheduling.bindgate.dev/approved'].orValue('') == 'true'`
@@ -46,6 +47,7 @@ func policyWith(exprs ...string) *bindgatev1alpha1.BindingPolicy {
 	return p
 }
 
+// TestCompile: expressions as the policy validator checks them.
 func TestCompile(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -55,7 +57,7 @@ func TestCompile(t *testing.T) {
 		{"good", []string{approved}, ""},
 		{"node and policy", []string{`node.metadata.labels['zone'] == 'a' && policy.metadata.name == 'p'`}, ""},
 		{"k8s library", []string{`quantity(node.status.allocatable['cpu']).isGreaterThan(quantity('1'))`}, ""},
-		{"not bool", []string{`'yes'`}, "spec.permit.conditions[0] (first): the expression must evaluate to a bool"},
+		{"not bool", []string{`'yes'`}, "condition first: the expression must evaluate to a bool"},
 		{"not bool: a field", []string{`pod.spec.nodeName`}, "the expression must evaluate to a bool, not string"},
 		{"int compared with string", []string{`pod.spec.priority == 'high'`}, "found no matching overload for '_==_' applied to '(int, string)'"},
 		{"unknown field", []string{`pod.spec.nodeNam == ''`}, "undefined field 'nodeNam'"},
@@ -72,15 +74,15 @@ func TestCompile(t *testing.T) {
 		{"cost: a list inside a list", []string{`pod.spec.containers.all(c, !has(c.env) || c.env.all(e, e.name != 'DEBUG'))`}, ""},
 		{"cost: a regex per image", []string{`pod.spec.containers.all(c, c.image.matches('^registry\\.example/[a-z]+:v[0-9]+$'))`}, ""},
 		{"cost: images against node images", []string{`pod.spec.containers.exists(c, c.image in node.status.images.map(i, i.names[0]))`}, ""},
-		{"cost: every pair of containers", []string{approved, `pod.spec.containers.all(c, pod.spec.containers.all(d, c.name == d.name || c.image != d.image))`}, "spec.permit.conditions[1] (second): estimated worst-case cost 6.92e+17 exceeds the limit 1e+15 by a factor of 692"},
-		{"cost: a list joined into a string", []string{`pod.spec.containers.map(c, c.image).join(',').size() < 100`}, "spec.permit.conditions[0] (first): estimated worst-case cost 1.84e+18 exceeds the limit 1e+15"},
-		{"syntax error", []string{approved, `pod.metadata.name ==`}, "spec.permit.conditions[1] (second): "},
+		{"cost: every pair of containers", []string{approved, `pod.spec.containers.all(c, pod.spec.containers.all(d, c.name == d.name || c.image != d.image))`}, "condition second: estimated worst-case cost 6.92e+17 exceeds the limit 1e+15 by a factor of 692"},
+		{"cost: a list joined into a string", []string{`pod.spec.containers.map(c, c.image).join(',').size() < 100`}, "condition first: estimated worst-case cost 1.84e+18 exceeds the limit 1e+15"},
+		{"syntax error", []string{approved, `pod.metadata.name ==`}, "condition second: "},
 		{"unknown variable", []string{`object.metadata.name == 'x'`}, "undeclared reference to 'object'"},
 		{"no permit", nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := permit.Compile(policyWith(tc.exprs...))
+			err := policy.Validator{}.Validate(policyWith(tc.exprs...)).ToAggregate()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -153,7 +155,7 @@ func TestEval(t *testing.T) {
 func TestCostLimit(t *testing.T) {
 	// A cross product over a long list exceeds the runtime cost limit.
 	expr := `[` + strings.Repeat("1,", 2000) + `1].all(x, [` + strings.Repeat("1,", 2000) + `1].all(y, x == y))`
-	if err := permit.Compile(policyWith(expr)); err != nil {
+	if err := permit.CheckExpression(expr); err != nil {
 		t.Fatalf("compile: %v", err)
 	}
 	st, _ := permit.NewExpression("c", expr).Permit(context.Background(), &framework.CycleState{Policy: policyWith(expr)}, &corev1.Pod{}, &corev1.Node{})

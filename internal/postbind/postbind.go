@@ -82,7 +82,7 @@ const completedTTL = time.Minute
 
 var deliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "bindgate_postbind_deliveries_total",
-	Help: "PostBind notices by outcome: delivered, or failed after the hook's attempts.",
+	Help: "PostBindHook notices by outcome: delivered, or failed after the hook's attempts.",
 }, []string{"policy", "webhook", "result"})
 
 func init() {

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
 func TestPending(t *testing.T) {
@@ -47,65 +46,6 @@ func TestPending(t *testing.T) {
 	}
 	if got := ResultAnnotation("audit"); got != "postbind.scheduling.bindgate.dev/audit" {
 		t.Errorf("ResultAnnotation = %q", got)
-	}
-}
-
-func TestValidate(t *testing.T) {
-	hook := func(url string) bindgatev1alpha1.PostBindWebhook {
-		return bindgatev1alpha1.PostBindWebhook{Name: "h", Webhook: bindgatev1alpha1.Webhook{URL: url}}
-	}
-	cases := map[string]struct {
-		spec      bindgatev1alpha1.BindingPolicySpec
-		allowLL   bool
-		wantOK    bool
-		wantInMsg string
-	}{
-		"no webhooks": {wantOK: true},
-		"good postBind": {
-			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://hooks.example/x")}}, wantOK: true,
-		},
-		"metadata postBind": {
-			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://169.254.169.254/")}},
-			wantInMsg: "spec.postBind[0] (h): url forbidden webhook destination: refusing to call link-local/metadata address 169.254.169.254",
-		},
-		"metadata allowed by flag": {
-			spec:    bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://169.254.169.254/")}},
-			allowLL: true, wantOK: true,
-		},
-		"IPv6 metadata bind webhook": {
-			spec:      bindgatev1alpha1.BindingPolicySpec{Bind: &bindgatev1alpha1.Bind{Webhook: &bindgatev1alpha1.Webhook{URL: "https://[fd00:ec2::254]/"}}},
-			wantInMsg: "spec.bind.webhook: url",
-		},
-		"metadata permit webhook": {
-			spec: bindgatev1alpha1.BindingPolicySpec{Permit: &bindgatev1alpha1.Permit{Conditions: []bindgatev1alpha1.PermitCondition{{
-				Name: "approver", Webhook: &bindgatev1alpha1.PermitWebhook{Webhook: bindgatev1alpha1.Webhook{URL: "https://169.254.169.254/permit"}},
-			}}}},
-			wantInMsg: "spec.permit.conditions[0] (approver): url forbidden webhook destination",
-		},
-		"loopback postBind": {
-			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://127.0.0.1:9443/")}},
-			wantInMsg: "spec.postBind[0] (h): url forbidden webhook destination: refusing to call loopback address 127.0.0.1",
-		},
-		"user info in the url": {
-			spec:      bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{hook("https://user:pw@hooks.example/")}},
-			wantInMsg: "spec.postBind[0] (h): url invalid webhook url",
-		},
-		"junk CA bundle": {
-			spec: bindgatev1alpha1.BindingPolicySpec{PostBind: []bindgatev1alpha1.PostBindWebhook{{Name: "h",
-				Webhook: bindgatev1alpha1.Webhook{URL: "https://hooks.example/", CABundle: []byte("junk")}}}},
-			wantInMsg: "caBundle contains no valid PEM certificate",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			reason, msg, ok := Validate(webhookclient.Destinations{AllowLinkLocal: tc.allowLL})(&bindgatev1alpha1.BindingPolicy{Spec: tc.spec})
-			if ok != tc.wantOK {
-				t.Fatalf("ok = %v (%s: %s), want %v", ok, reason, msg, tc.wantOK)
-			}
-			if !ok && (reason != bindgatev1alpha1.ReasonInvalidWebhook || !strings.Contains(msg, tc.wantInMsg)) {
-				t.Errorf("got %s: %q, want InvalidWebhook containing %q", reason, msg, tc.wantInMsg)
-			}
-		})
 	}
 }
 

@@ -16,15 +16,18 @@ limitations under the License.
 
 // Package testenv starts a real kube-apiserver and etcd (built from pinned
 // modules into bin/ by the Makefile) with bindgate's CRDs installed, for
-// envtest suites. It never skips: missing binaries are an error that says how
-// to build them.
+// envtest suites. It never skips a full run: missing binaries are an error
+// that says how to build them. Under -short (make test-unit) Main skips the
+// whole package with a message instead.
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	runtimeschema "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -138,7 +141,14 @@ func (e *Env) Stop() error {
 // Main is a package's TestMain body: it starts a control plane into *env,
 // runs the tests, stops the control plane and exits with the tests' code.
 // A control plane that does not start fails the package (never a skip).
+// Under -short (make test-unit) the package is skipped, saying so: it
+// needs kube-apiserver and etcd from bin/.
 func Main(m interface{ Run() int }, env **Env, opts ...Option) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("SKIP: this package's tests run against kube-apiserver and etcd (bin/, built by make control-plane); they run without -short (make test)")
+		os.Exit(0)
+	}
 	e, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -31,13 +31,13 @@ const (
 var (
 	requestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bindgate_webhook_requests_total",
-		Help: "Outgoing webhook calls by kind (permit, bind, postBind), webhook name and result code " +
-			"(the HTTP status, or error, timeout, refused).",
+		Help: "Outbound webhook calls (never the admission webhooks) by kind (permit: a PermitWebhook condition, bind: the BindHook, " +
+			"postBind: a PostBindHook), webhook name and result code (the HTTP status, or error, timeout, refused).",
 	}, []string{"kind", "webhook", "code"})
 
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "bindgate_webhook_duration_seconds",
-		Help:    "Duration of outgoing webhook calls that were attempted, by kind and webhook name.",
+		Help:    "Duration of outbound webhook calls that were attempted (PermitWebhook, BindHook, PostBindHook), by kind and webhook name.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5ms .. ~41s
 	}, []string{"kind", "webhook"})
 )

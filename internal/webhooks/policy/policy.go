@@ -15,13 +15,14 @@ limitations under the License.
 */
 
 // Package policy is the validating admission webhook for BindingPolicy: it
-// refuses a policy whose permit expressions do not compile, with a message
-// naming the condition ("spec.permit.conditions[0] (approved): ..."). The
-// policy controller checks the same at runtime (Ready=False,
-// InvalidExpression) for policies admitted while the webhook was absent.
+// refuses a policy that internal/policy's Validator refuses (selectors,
+// permit expressions, outbound webhook addresses and CA bundles), with a
+// field.ErrorList that names each field. The policy reconciler reports the
+// same errors in Ready=False for policies admitted while the webhook was
+// absent.
 //
 // failurePolicy is Fail: a policy is cluster configuration written rarely,
-// and an unchecked expression would only stall its pods later.
+// and an unchecked policy would only stall its pods later.
 package policy
 
 import (
@@ -31,13 +32,13 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/permit"
+	"github.com/bindgate/bindgate/internal/policy"
 )
 
 // Path is where the webhook server serves the handler. It must match the
@@ -46,15 +47,17 @@ const Path = "/validate-scheduling-bindgate-dev-v1alpha1-bindingpolicy"
 
 // +kubebuilder:webhook:path=/validate-scheduling-bindgate-dev-v1alpha1-bindingpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=scheduling.bindgate.dev,resources=bindingpolicies,verbs=create;update,versions=v1alpha1,name=vbindingpolicy.scheduling.bindgate.dev,admissionReviewVersions=v1,timeoutSeconds=5
 
-// Validator refuses BindingPolicies whose permit expressions do not compile.
-type Validator struct{}
+// Handler refuses BindingPolicies the Validator refuses.
+type Handler struct {
+	Validator policy.Validator
+}
 
-var _ admission.Handler = Validator{}
+var _ admission.Handler = Handler{}
 
-// Handle checks a created or updated policy. An update that leaves
-// spec.permit unchanged is allowed even when it does not compile, so that
-// labels, finalizers and other fields of an old policy can still change.
-func (Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+// Handle checks a created or updated policy. An update is checked only in
+// the parts of the spec it changes, so that labels, finalizers and other
+// fields of an old policy can still change.
+func (h Handler) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
@@ -62,14 +65,16 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 	if err := json.Unmarshal(req.Object.Raw, p); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the BindingPolicy: %w", err))
 	}
+	var old *bindgatev1alpha1.BindingPolicy
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		old := &bindgatev1alpha1.BindingPolicy{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err == nil && apiequality.Semantic.DeepEqual(old.Spec.Permit, p.Spec.Permit) {
-			return admission.Allowed("spec.permit unchanged")
+		old = &bindgatev1alpha1.BindingPolicy{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			old = nil // check everything
 		}
 	}
-	if err := permit.Compile(p); err != nil {
-		return admission.Denied(fmt.Sprintf("invalid permit expression: %v", err))
+	if errs := h.Validator.ValidateUpdate(p, old); len(errs) > 0 {
+		st := apierrors.NewInvalid(bindgatev1alpha1.GroupVersion.WithKind("BindingPolicy").GroupKind(), p.Name, errs).Status()
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
 	}
 	return admission.Allowed("")
 }
@@ -78,7 +83,7 @@ func (Validator) Handle(_ context.Context, req admission.Request) admission.Resp
 // first call to mgr.GetWebhookServer adds the server to the manager, so call
 // Setup only once the serving certificate is in place (see
 // internal/webhooks/certs).
-func Setup(mgr ctrl.Manager) error {
-	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Validator{}})
+func Setup(mgr ctrl.Manager, v policy.Validator) error {
+	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{Validator: v}})
 	return nil
 }

@@ -66,11 +66,11 @@ func TestValidator(t *testing.T) {
 			if tc.old != "" {
 				req.OldObject = raw(t, tc.old)
 			}
-			resp := policy.Validator{}.Handle(context.Background(), req)
+			resp := policy.Handler{}.Handle(context.Background(), req)
 			if resp.Allowed != tc.wantAllow {
 				t.Fatalf("allowed = %v, want %v (%v)", resp.Allowed, tc.wantAllow, resp.Result)
 			}
-			if !tc.wantAllow && !strings.Contains(resp.Result.Message, "spec.permit.conditions[0] (approved)") {
+			if !tc.wantAllow && !strings.Contains(resp.Result.Message, "spec.permit.conditions[0].expression") {
 				t.Fatalf("message %q does not name the condition", resp.Result.Message)
 			}
 		})
