@@ -269,8 +269,16 @@ func TestPodGroupGang(t *testing.T) {
 		b.p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &pg.Name}
 		b.create(t)
 	}
+	// A pod that names a PodGroup not created yet waits, naming it.
+	ghost := newPod(ns, "ghost").policy(pol).req(corev1.ResourceCPU, "2")
+	ghostName := "not-yet"
+	ghost.p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &ghostName}
+	ghost.create(t)
 	member("w0")
 	member("w1")
+	eventually(t, 30*time.Second, "the pod of a missing PodGroup waits naming it", func() (bool, error) {
+		return strings.Contains(permittedMessage(t, ns, "ghost"), "gang not-yet: PodGroup not-yet not found"), nil
+	})
 	eventually(t, 30*time.Second, "two members wait for the third", func() (bool, error) {
 		for _, m := range []string{"w0", "w1"} {
 			if !strings.Contains(permittedMessage(t, ns, m), "gang train: 2/3 members exist, none reserved") {
@@ -280,14 +288,14 @@ func TestPodGroupGang(t *testing.T) {
 		return true, nil
 	})
 	if n := countBound(t, ns); n != 0 {
-		t.Fatalf("%d members bound before the gang is complete", n)
+		t.Fatalf("%d pods bound before the gang is complete", n)
 	}
 	member("w2")
 	var nodes []*corev1.Node
 	eventually(t, 30*time.Second, "the gang bound together", func() (bool, error) {
 		nodes = nodes[:0]
 		for _, p := range listPods(t, ns) {
-			if p.Spec.NodeName != "" {
+			if p.Spec.NodeName != "" && p.Name != "ghost" {
 				n := &corev1.Node{}
 				if err := env.Client.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, n); err != nil {
 					return false, err
@@ -299,6 +307,9 @@ func TestPodGroupGang(t *testing.T) {
 	})
 	if r := labelValues(nodes, rackLabel); r.Len() != 1 {
 		t.Errorf("PodGroup with topology key %s spread over racks %v", rackLabel, sets.List(r))
+	}
+	if n := getPod(t, ns, "ghost").Spec.NodeName; n != "" {
+		t.Errorf("the pod of a missing PodGroup was bound to %s", n)
 	}
 }
 
