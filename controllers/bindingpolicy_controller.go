@@ -108,12 +108,17 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	gangs, err := policy.Gangs(ctx, r.pods, r.Client, pol)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// A policy switched to Enforce starts afresh: what it would have done
 	// in DryRun mode no longer applies.
 	staleDryRun := pol.Status.DryRun != nil && pol.Spec.Mode != bindgatev1alpha1.ModeDryRun
 	if pol.Status.ObservedGeneration == pol.Generation && !staleDryRun &&
-		pol.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(pol.Status.Used, used) {
+		pol.Status.BoundPods == bound && apiequality.Semantic.DeepEqual(pol.Status.Used, used) &&
+		apiequality.Semantic.DeepEqual(pol.Status.Gangs, gangs) {
 		if cur := meta.FindStatusCondition(pol.Status.Conditions, ready.Type); cur != nil &&
 			cur.Status == ready.Status && cur.Reason == ready.Reason && cur.Message == ready.Message &&
 			cur.ObservedGeneration == ready.ObservedGeneration {
@@ -125,6 +130,7 @@ func (r *BindingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	pol.Status.ObservedGeneration = pol.Generation
 	pol.Status.BoundPods = bound
 	pol.Status.Used = used
+	pol.Status.Gangs = gangs
 	if staleDryRun {
 		pol.Status.DryRun = nil
 	}

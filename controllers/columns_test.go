@@ -82,7 +82,8 @@ func TestPolicyStatusCountsAndColumns(t *testing.T) {
 	waitReady(t, idle)
 
 	// An idle policy shows zeros, not blanks.
-	want := map[string]string{"0 Priority": "0", "0 Ready": "True", "0 Reserved": "0", "0 Waiting": "0", "0 Bound": "0", "1 Used": "<none>", "1 Capacity": "<none>"}
+	want := map[string]string{"0 Priority": "0", "0 Ready": "True", "0 Reserved": "0", "0 Waiting": "0", "0 Bound": "0", "1 Used": "<none>", "1 Capacity": "<none>",
+		"1 Gangs": "<none>", "1 Gang domains": "<none>"}
 	got := policyTable(t, idle)
 	delete(got, "0 Name")
 	delete(got, "0 Age")
@@ -101,7 +102,7 @@ func TestPolicyStatusCountsAndColumns(t *testing.T) {
 			st.Used.Cpu().Cmp(resource.MustParse("750m")) == 0, nil
 	})
 	want = map[string]string{"0 Priority": "7", "0 Ready": "True", "0 Reserved": "1", "0 Waiting": "1", "0 Bound": "1",
-		"1 Used": `{"cpu":"750m"}`, "1 Capacity": `{"cpu":"2"}`}
+		"1 Used": `{"cpu":"750m"}`, "1 Capacity": `{"cpu":"2"}`, "1 Gangs": "<none>", "1 Gang domains": "<none>"}
 	got = policyTable(t, pol)
 	delete(got, "0 Name")
 	delete(got, "0 Age")

@@ -130,6 +130,13 @@ func TestGangTopologyLevels(t *testing.T) {
 		t.Errorf("Permitted message %q does not say %q", msg, want)
 	}
 
+	// kubectl get bp -o wide shows the gangs and where they are.
+	domain := fmt.Sprintf("%s=%s,%s=%s", zoneLabel, t1[0].Labels[zoneLabel], rackLabel, t1[0].Labels[rackLabel])
+	eventually(t, 15*time.Second, "the policy's gang columns", func() (bool, error) {
+		cols := policyTable(t, pol)
+		return cols["1 Gangs"] == "1" && cols["1 Gang domains"] == "1 in "+domain, nil
+	})
+
 	gangPods(t, ns, pol, "t2", 12, 12)
 	t2 := waitGangBound(t, ns, "t2", 12)
 	if z := labelValues(t2, zoneLabel); z.Len() != 1 || z.Has(t1[0].Labels[zoneLabel]) {

@@ -549,6 +549,28 @@ type BindingPolicyStatus struct {
 	// cleared when the policy is switched to Enforce.
 	// +optional
 	DryRun *DryRunStatus `json:"dryRun,omitempty"`
+
+	// gangs counts the gangs with members this policy bound and says where
+	// they are. Unset when none is bound. Updated within seconds of a change.
+	// +optional
+	Gangs *GangsStatus `json:"gangs,omitempty"`
+}
+
+// GangsStatus summarises the gangs a policy bound.
+type GangsStatus struct {
+	// bound is how many gangs (groups) have members bound by this policy
+	// that have not terminated.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Bound int32 `json:"bound"`
+
+	// domains says where those gangs are, by count: the narrowest domain
+	// of the gang topology each gang's nodes share ("2 in
+	// topology.kubernetes.io/zone=z1,example.com/rack=a, 1 spread"), or
+	// "without topology".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Domains string `json:"domains,omitempty"`
 }
 
 // DryRunOutcome is what a DryRun policy would have done with a pod.
@@ -640,6 +662,8 @@ type DryRunDecision struct {
 // +kubebuilder:printcolumn:name="Bound",type=integer,JSONPath=`.status.boundPods`
 // +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.used`,priority=1
 // +kubebuilder:printcolumn:name="Capacity",type=string,JSONPath=`.spec.capacity`,priority=1
+// +kubebuilder:printcolumn:name="Gangs",type=integer,JSONPath=`.status.gangs.bound`,priority=1
+// +kubebuilder:printcolumn:name="Gang domains",type=string,JSONPath=`.status.gangs.domains`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type BindingPolicy struct {
 	metav1.TypeMeta   `json:",inline"`

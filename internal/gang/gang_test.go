@@ -158,3 +158,38 @@ func TestOf(t *testing.T) {
 		})
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	n := map[string]*corev1.Node{
+		"a1": node("a1", map[string]string{zone: "z1", rack: "a"}), "a2": node("a2", map[string]string{zone: "z1", rack: "a"}),
+		"b1": node("b1", map[string]string{zone: "z1", rack: "b"}), "c1": node("c1", map[string]string{zone: "z2", rack: "c"}),
+	}
+	pod := func(group, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{bindgatev1alpha1.GroupLabel: group}},
+			Spec: corev1.PodSpec{NodeName: node}}
+	}
+	levels := []string{zone, rack}
+	for name, tc := range map[string]struct {
+		pods   []*corev1.Pod
+		levels []string
+		want   *bindgatev1alpha1.GangsStatus
+	}{
+		"no gang member": {pods: []*corev1.Pod{{Spec: corev1.PodSpec{NodeName: "a1"}}}, levels: levels},
+		"by domain": {
+			pods:   []*corev1.Pod{pod("g1", "a1"), pod("g1", "a2"), pod("g2", "a1"), pod("g3", "a1"), pod("g3", "b1"), pod("g4", "a1"), pod("g4", "c1")},
+			levels: levels,
+			want:   &bindgatev1alpha1.GangsStatus{Bound: 4, Domains: "2 in " + zone + "=z1," + rack + "=a, 1 in " + zone + "=z1, 1 spread"},
+		},
+		"no topology": {
+			pods: []*corev1.Pod{pod("g1", "a1"), pod("g2", "c1")},
+			want: &bindgatev1alpha1.GangsStatus{Bound: 2, Domains: "2 without topology"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := Summarize(tc.pods, tc.levels, func(name string) *corev1.Node { return n[name] })
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -26,9 +26,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/gang"
 	"github.com/bindgate/bindgate/internal/webhookclient"
 )
 
@@ -161,4 +163,36 @@ func secretRefs(p *bindgatev1alpha1.BindingPolicy) []secretRef {
 		add(fmt.Sprintf("spec.postBind[%d] (%s)", i, h.Name), &h.Webhook)
 	}
 	return refs
+}
+
+// Gangs is the gangs part of the policy's status (see gang.Summarize), from
+// the pods it bound (the pod informer's index) and their nodes (read
+// through c, the manager's cache).
+func Gangs(ctx context.Context, pods toolscache.Indexer, c client.Reader, p *bindgatev1alpha1.BindingPolicy) (*bindgatev1alpha1.GangsStatus, error) {
+	objs, err := pods.ByIndex(BoundIndex, p.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of BindingPolicy %s: %w", p.Name, err)
+	}
+	var members []*corev1.Pod
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok && (pod.Labels[bindgatev1alpha1.GroupLabel] != "" || gang.PodGroupName(pod) != "") {
+			members = append(members, pod)
+		}
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	nodes := map[string]*corev1.Node{}
+	nodeOf := func(name string) *corev1.Node {
+		if n, ok := nodes[name]; ok {
+			return n
+		}
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			n = nil
+		}
+		nodes[name] = n
+		return n
+	}
+	return gang.Summarize(members, gang.Levels(p), nodeOf), nil
 }
