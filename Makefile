@@ -83,6 +83,13 @@ FAULTS_SEED ?=
 test-faults: control-plane ## Fault scenarios in full (4x the pods of their short versions in make test); FAULTS_SEED=N replays one seed.
 	BINDGATE_FAULTS=full BINDGATE_FAULTS_SEED=$(FAULTS_SEED) $(GO) test -count=1 -timeout 60m -v ./test/faults/
 
+SOAK_DURATION ?= 30m
+SOAK_SEED ?= 0
+SOAK_OUT ?= $(CURDIR)/soak-out
+.PHONY: soak
+soak: control-plane ## Soak run (SOAK_DURATION=30m, SOAK_SEED=N, SOAK_OUT=dir): pods, gangs, approvals, flaky webhooks, node churn, low-rate API faults; prints a summary, writes summary.txt, samples.csv and soak.png into SOAK_OUT.
+	$(GO) run ./test/soak --duration=$(SOAK_DURATION) --seed=$(SOAK_SEED) --out=$(SOAK_OUT)
+
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -count=1 -short ./...
