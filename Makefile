@@ -91,7 +91,7 @@ soak: control-plane ## Soak run (SOAK_DURATION=30m, SOAK_SEED=N, SOAK_OUT=dir): 
 	$(GO) run ./test/soak --duration=$(SOAK_DURATION) --seed=$(SOAK_SEED) --out=$(SOAK_OUT)
 
 .PHONY: test-unit
-test-unit: ## Unit tests only (no control plane).
+test-unit: ## Unit tests only: no binary from bin/ is needed (packages that need a control plane skip under -short, saying so).
 	$(GO) test -count=1 -short ./...
 
 ##@ Build

@@ -67,10 +67,9 @@ func TestPermitGangAllOrNothing(t *testing.T) {
 		}
 		return true, nil
 	})
-	time.Sleep(300 * time.Millisecond)
-	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
-		t.Fatalf("%d reservations for a gang that does not fit", n)
-	}
+	consistently(t, time.Second, "no reservation, only the blocker bound", func() bool {
+		return len(getPolicy(t, pol).Status.Reservations) == 0 && countBound(t, ns) == 1
+	})
 	if n := countBound(t, ns); n != 1 {
 		t.Fatalf("%d pods bound, want only the blocker", n)
 	}
@@ -120,7 +119,9 @@ func TestPermitGangsCompete(t *testing.T) {
 		}
 		return true, nil
 	})
-	time.Sleep(300 * time.Millisecond)
+	consistently(t, time.Second, "one whole gang bound, nothing held", func() bool {
+		return countBound(t, ns) == 3 && len(getPolicy(t, pol).Status.Reservations) == 0
+	})
 	if n := countBound(t, ns); n != 3 {
 		t.Errorf("%d pods bound, want 3 (one whole gang)", n)
 	}

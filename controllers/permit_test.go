@@ -98,10 +98,13 @@ func TestPermitManualApproval(t *testing.T) {
 		st := getPolicy(t, pol).Status
 		return st.WaitingPods == 1 && len(st.Reservations) == 1 && st.Reservations[0].PermitDeadline != nil, nil
 	})
-	// The wait is reported once, not on every re-evaluation.
-	time.Sleep(300 * time.Millisecond)
+	// The wait is reported once, not on every re-evaluation (its own
+	// condition updates re-evaluate it at once, a timer every few seconds).
 	eventually(t, 5*time.Second, "PermitWaiting event", func() (bool, error) {
 		return hasEvent(t, ns, "a", "PermitWaiting", "approved: expression is false"), nil
+	})
+	consistently(t, 2*time.Second, "PermitWaiting reported once", func() bool {
+		return eventTimes(t, ns, "a", "PermitWaiting") == 1
 	})
 	if p := getPod(t, ns, "a"); p.Spec.NodeName != "" {
 		t.Fatalf("pod bound to %s before approval", p.Spec.NodeName)
@@ -161,10 +164,9 @@ func TestPermitTimeoutReject(t *testing.T) {
 	})
 	// The rejected pod takes no new reservation until something changes,
 	// although its own condition updates requeue it at once.
-	time.Sleep(400 * time.Millisecond)
-	if n := len(getPolicy(t, pol).Status.Reservations); n != 0 {
-		t.Errorf("%d reservations during the backoff after the rejection", n)
-	}
+	consistently(t, time.Second, "no reservation during the backoff after the rejection", func() bool {
+		return len(getPolicy(t, pol).Status.Reservations) == 0
+	})
 	eventually(t, 5*time.Second, "PermitTimeout event", func() (bool, error) {
 		return hasEvent(t, ns, "a", "PermitTimeout", "approved"), nil
 	})

@@ -339,7 +339,7 @@ func TestNoOvercommitUnderContention(t *testing.T) {
 		}
 		return n == 100, nil
 	})
-	time.Sleep(2 * time.Second) // nothing more may bind
+	consistently(t, 2*time.Second, "no more than 200 bound", func() bool { return countBound(t, ns) <= 200 })
 	if got := countBound(t, ns); got != 200 {
 		t.Fatalf("%d pods bound, want exactly 200", got)
 	}
@@ -375,7 +375,7 @@ func TestTwoManagers(t *testing.T) {
 			newPod(ns, fmt.Sprintf("p-%02d", i)).policy(pname).req(corev1.ResourceCPU, "500m").create(t)
 		}
 		eventually(t, 60*time.Second, "24 pods bound", func() (bool, error) { return countBound(t, ns) >= 24, nil })
-		time.Sleep(3 * time.Second) // nothing more may bind
+		consistently(t, 3*time.Second, "no more than 24 bound", func() bool { return countBound(t, ns) <= 24 })
 		if got := countBound(t, ns); got != 24 {
 			perNode := map[string][]string{}
 			for _, p := range listPods(t, ns) {
@@ -496,10 +496,9 @@ func TestOtherGateHoldsTheBind(t *testing.T) {
 	newNode(uniq(pname)).label("pool", pname).create(t)
 	ns := namespace(t, nil)
 	newPod(ns, "held").policy(pname).gate("example.com/hold").create(t)
-	time.Sleep(2 * time.Second)
-	if p := getPod(t, ns, "held"); p.Spec.NodeName != "" {
-		t.Fatalf("pod bound to %s while another gate remained", p.Spec.NodeName)
-	}
+	consistently(t, 2*time.Second, "not bound while another gate remains", func() bool {
+		return getPod(t, ns, "held").Spec.NodeName == ""
+	})
 	releaseGate(t, ns, "held", "example.com/hold")
 	eventually(t, 20*time.Second, "bound after the other gate went", func() (bool, error) {
 		return getPod(t, ns, "held").Spec.NodeName != "", nil
@@ -576,7 +575,10 @@ func TestPolicyLabelCannotSteer(t *testing.T) {
 	// the pod: it stays gated and the event is not repeated.
 	updatePolicy(t, other, func(p *bindgatev1alpha1.BindingPolicy) { p.Spec.Priority = 7 })
 	newNode(uniq(other)).label("pool", other).create(t) // wakes waiting pods as well
-	time.Sleep(2 * time.Second)                         // nothing may bind it
+	consistently(t, 2*time.Second, "the steered pod stays gated", func() bool {
+		p := getPod(t, ns, "steered")
+		return p.Spec.NodeName == "" && bind.HasGate(p)
+	})
 	p := getPod(t, ns, "steered")
 	if p.Spec.NodeName != "" || !bind.HasGate(p) {
 		t.Fatalf("pod steered into policy %s: node %q, gates %v", other, p.Spec.NodeName, p.Spec.SchedulingGates)

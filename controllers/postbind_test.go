@@ -505,10 +505,9 @@ func TestPostBindForbiddenURLMakesPolicyNotReady(t *testing.T) {
 	eventually(t, 10*time.Second, "the pod to report PolicyNotReady", func() (bool, error) {
 		return hasEvent(t, ns, pod.Name, bindgatev1alpha1.ReasonPolicyNotReady, "169.254.169.254"), nil
 	})
-	time.Sleep(time.Second)
-	if p := getPod(t, ns, pod.Name); p.Spec.NodeName != "" {
-		t.Errorf("pod bound under a policy that is not Ready")
-	}
+	consistently(t, time.Second, "no bind under a policy that is not Ready", func() bool {
+		return getPod(t, ns, pod.Name).Spec.NodeName == ""
+	})
 	if n := rec.requests.Load(); n != 0 {
 		t.Errorf("%d webhook requests left although the policy is invalid", n)
 	}

@@ -48,16 +48,6 @@ func poke(t *testing.T, ns, name string) {
 	}
 }
 
-// consistently fails the test when cond turns false within d.
-func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if !cond() {
-			t.Fatalf("no longer true: %s", what)
-		}
-	}
-}
-
 func permitReason(t *testing.T, ns, name string) string {
 	if c := podCondition(getPod(t, ns, name), bindgatev1alpha1.PodConditionPermitted); c != nil {
 		return c.Reason

@@ -288,6 +288,22 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 	}
 }
 
+// consistently fails the test when cond turns false within d: the check
+// before a negative assertion ("nothing more binds"), polled like
+// eventually, never a bare sleep.
+func consistently(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		if !cond() {
+			return false, fmt.Errorf("no longer true: %s", what)
+		}
+		return false, nil
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatal(err)
+	}
+}
+
 func listPods(t *testing.T, ns string) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
@@ -330,6 +346,32 @@ func events(t *testing.T, ns, pod string) []string {
 		}
 	}
 	return out
+}
+
+// eventTimes is how often reason was emitted for pod: the events API
+// folds a repeat into the first Event's series (count 2 and up) instead of
+// a second object, so counting objects cannot see repeats.
+func eventTimes(t *testing.T, ns, pod, reason string) int {
+	t.Helper()
+	var list corev1.EventList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name != pod || e.Reason != reason {
+			continue
+		}
+		switch {
+		case e.Series != nil:
+			n += int(max(e.Series.Count, 2))
+		case e.Count > 1:
+			n += int(e.Count)
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 func hasEvent(t *testing.T, ns, pod, reason, substr string) bool {

@@ -22,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -42,6 +43,12 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
+var seq atomic.Int64
+
+// uniq names an object apart from those of earlier runs (go test -count=N
+// reuses the package's API server).
+func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
 func gate(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGate{Name: name} }
 
 // TestUngate runs both ungate methods against the real API server:
@@ -53,7 +60,8 @@ func TestUngate(t *testing.T) {
 	key := []byte("ungate-test-key")
 	UseSealKey(key)
 	t.Cleanup(func() { UseSealKey(nil) })
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ungate"}}); err != nil {
+	ns := uniq("ungate")
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	type want struct {
@@ -97,7 +105,7 @@ func TestUngate(t *testing.T) {
 			t.Run(method.String()+"/"+name, func(t *testing.T) {
 				i++
 				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "ungate", Name: fmt.Sprintf("pod-%d", i), Annotations: map[string]string{"team": "x"}},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Annotations: map[string]string{"team": "x"}},
 					Spec: corev1.PodSpec{SchedulingGates: tc.gates, NodeSelector: tc.nodeSelector, SchedulerName: tc.schedulerName,
 						Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
 				}
@@ -131,13 +139,14 @@ func TestUngate(t *testing.T) {
 // of the pod is left as it was.
 func TestUngateConflict(t *testing.T) {
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "conflict"}}); err != nil {
+	ns := uniq("conflict")
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, method := range []Method{ByPatch, ByUpdate} {
 		t.Run(method.String(), func(t *testing.T) {
 			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "conflict", Name: "pod-" + method.String()},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-" + method.String()},
 				Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{gate(bindgatev1alpha1.SchedulingGate)},
 					Containers: []corev1.Container{{Name: "c", Image: "pause"}}},
 			}

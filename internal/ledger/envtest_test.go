@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,12 +41,18 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
+var seq atomic.Int64
+
+// uniq names an object apart from those of earlier runs (go test -count=N
+// reuses the package's API server).
+func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+
 // TestGroupCommit records 200 reservations from 200 goroutines against the
 // real API server: all are durable when Record returns, in far fewer status
 // writes than reservations, and releases empty the status again.
 func TestGroupCommit(t *testing.T) {
 	ctx := context.Background()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "group-commit"}}
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("group-commit")}}
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +127,7 @@ func TestStatusFull(t *testing.T) {
 	maxReservations = 3
 	t.Cleanup(func() { maxReservations = old })
 	ctx := context.Background()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "status-full"}}
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("status-full")}}
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

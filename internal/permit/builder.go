@@ -90,7 +90,7 @@ func (b *Builder) PluginsFor(policy *bindgatev1alpha1.BindingPolicy) []framework
 		case c.Volumes != nil:
 			plugins = append(plugins, &Volumes{b: b, name: c.Name})
 		case c.Webhook != nil:
-			plugins = append(plugins, &Webhook{b: b, name: c.Name, policy: policy.Name, wh: *c.Webhook.DeepCopy()})
+			plugins = append(plugins, &PermitWebhook{b: b, name: c.Name, policy: policy.Name, wh: *c.Webhook.DeepCopy()})
 		}
 	}
 	// Drop older generations of the same policy.

@@ -116,24 +116,24 @@ type callEntry struct {
 	prev *framework.Status
 }
 
-// Webhook is the permit plugin of one webhook condition. Calls run in their
+// PermitWebhook is the permit plugin of one webhook condition. Calls run in their
 // own goroutines: a reconcile never waits for a webhook, so a slow or
 // hanging service delays only the pods of its own condition.
-type Webhook struct {
+type PermitWebhook struct {
 	b      *Builder
 	name   string
 	policy string
 	wh     bindgatev1alpha1.PermitWebhook
 }
 
-var _ framework.PermitPlugin = (*Webhook)(nil)
+var _ framework.PermitPlugin = (*PermitWebhook)(nil)
 
 // Name is the condition's name.
-func (w *Webhook) Name() string { return w.name }
+func (w *PermitWebhook) Name() string { return w.name }
 
 // Permit returns the answer of the last call when it still stands, and
 // otherwise starts a call and holds the pod until it ends.
-func (w *Webhook) Permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
+func (w *PermitWebhook) Permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	if w.b.Webhooks == nil {
 		return framework.NewStatus(framework.Wait, "no webhook client configured"), RecheckAfter
 	}
@@ -205,7 +205,7 @@ func (w *Webhook) Permit(ctx context.Context, state *framework.CycleState, pod *
 }
 
 // call performs one call and stores its answer.
-func (w *Webhook) call(ctx context.Context, key callKey, e *callEntry, pod types.NamespacedName, msgID string, body []byte) {
+func (w *PermitWebhook) call(ctx context.Context, key callKey, e *callEntry, pod types.NamespacedName, msgID string, body []byte) {
 	resp, err := w.b.Webhooks.Do(ctx, webhookclient.KindPermit, w.name, &w.wh.Webhook, msgID, body)
 	st, after := w.interpret(resp, err)
 	now := time.Now()
@@ -226,7 +226,7 @@ func (w *Webhook) call(ctx context.Context, key callKey, e *callEntry, pod types
 // error): Ignore approves then. An answer that is not 2xx, or a 2xx one
 // that is malformed, is never an approval: the pod keeps waiting with the
 // reason, whatever the failurePolicy. So is a destination refused at dial.
-func (w *Webhook) interpret(resp *webhookclient.Response, err error) (*framework.Status, time.Duration) {
+func (w *PermitWebhook) interpret(resp *webhookclient.Response, err error) (*framework.Status, time.Duration) {
 	answered := err == nil
 	if err == nil {
 		err = checkResponse(resp)
