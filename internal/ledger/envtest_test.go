@@ -177,7 +177,7 @@ func TestStatusFull(t *testing.T) {
 // suite's TestWriteErrors found it).
 func TestReleaseSurvivesFailedWrites(t *testing.T) {
 	ctx := context.Background()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "release-retried"}}
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("release-retried")}}
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

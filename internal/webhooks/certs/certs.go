@@ -29,6 +29,7 @@ limitations under the License.
 package certs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,6 +70,9 @@ type Options struct {
 	// CertDir is where the Secret is mounted; the returned channel closes
 	// once tls.crt is there and the CA bundle is injected.
 	CertDir string
+	// ControllerName names the rotator's controller (default
+	// bindgate-webhook-cert-rotator); names are unique per process.
+	ControllerName string
 }
 
 func (o *Options) defaults() error {
@@ -125,7 +129,7 @@ func SetupRotator(mgr ctrl.Manager, opts Options) (chan struct{}, error) {
 		// controller-runtime's certwatcher reloads rotated files; no restart.
 		RestartOnSecretRefresh: false,
 		RequireLeaderElection:  false,
-		ControllerName:         "bindgate-webhook-cert-rotator",
+		ControllerName:         cmp.Or(opts.ControllerName, "bindgate-webhook-cert-rotator"),
 	}
 	if err := rotator.AddRotator(mgr, cr); err != nil {
 		return nil, fmt.Errorf("adding the webhook certificate rotator: %w", err)

@@ -21,8 +21,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,8 @@ import (
 // Secret, injects the CA into both webhooks, re-injects it when the
 // configuration is re-applied without one, and reports ready once the files
 // are "mounted" (a goroutine plays the kubelet's Secret volume).
+var runs atomic.Int64
+
 func TestRotator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("envtest suite; run without -short")
@@ -77,7 +81,8 @@ func TestRotator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := certs.Options{Namespace: ns, CertDir: certDir}
+	// A rotator per run: go test -count=N shares one process.
+	opts := certs.Options{Namespace: ns, CertDir: certDir, ControllerName: fmt.Sprintf("rotator-%d", runs.Add(1))}
 	ready, err := certs.SetupRotator(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
