@@ -243,7 +243,7 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 		}
 	} else {
 		var nodes corev1.NodeList
-		if err := c.Client.List(ctx, &nodes); err != nil {
+		if err := c.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 			h.Unlock()
 			return framework.AsStatus(fmt.Errorf("listing nodes: %w", err))
 		}
@@ -314,7 +314,7 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 		return nil
 	}
 	var nodes corev1.NodeList
-	if err := c.Client.List(ctx, &nodes); err != nil {
+	if err := c.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return framework.AsStatus(fmt.Errorf("listing nodes: %w", err))
 	}
 	byName := make(map[string]*corev1.Node, len(nodes.Items))

@@ -254,17 +254,26 @@ func newState(policy *bindgatev1alpha1.BindingPolicy) fwk.CycleState {
 	return state
 }
 
+// refresh waits for the informers' first sync and brings the snapshot up to
+// date with the cache (incrementally, by generation). The caller holds Lock.
+func (p *Placer) refresh(ctx context.Context) error {
+	if err := p.waitSynced(ctx); err != nil {
+		return err
+	}
+	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
+		return fmt.Errorf("updating the snapshot: %w", err)
+	}
+	return nil
+}
+
 // SelectNode runs PreFilter, Filter (over kube-scheduler's adaptive sample
 // of nodes), PreScore and Score for pod under policy, and returns the best
 // node. A pod that fits nowhere gets a *FitError. The caller holds Lock.
 // in, when given and not nil, limits the choice to those nodes (a gang's
 // topology domain); the others count as unschedulable for that reason.
 func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy, in ...sets.Set[string]) (*Cycle, error) {
-	if err := p.waitSynced(ctx); err != nil {
+	if err := p.refresh(ctx); err != nil {
 		return nil, err
-	}
-	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
-		return nil, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	fw := p.framework(policy)
 	state := newState(policy)
@@ -425,11 +434,8 @@ func (p *Placer) findNodesThatPassFilters(ctx context.Context, fw schedframework
 // Lock and has taken the pod's own reservation out of the cache first (it
 // must not meet itself).
 func (p *Placer) Check(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy, node string) (*Cycle, *fwk.Status) {
-	if err := p.waitSynced(ctx); err != nil {
+	if err := p.refresh(ctx); err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("updating the snapshot: %w", err))
 	}
 	ni, err := p.snapshot.Get(node)
 	if err != nil {
@@ -497,11 +503,8 @@ type Evaluation struct {
 // reports each node's verdict: the same plugins SelectNode runs, for
 // explaining a placement. The caller holds Lock.
 func (p *Placer) Evaluate(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (*Evaluation, error) {
-	if err := p.waitSynced(ctx); err != nil {
+	if err := p.refresh(ctx); err != nil {
 		return nil, err
-	}
-	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
-		return nil, fmt.Errorf("updating the snapshot: %w", err)
 	}
 	fw := p.framework(policy)
 	state := newState(policy)
