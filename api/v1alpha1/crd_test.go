@@ -178,6 +178,14 @@ func TestInvalidPoliciesAreRefused(t *testing.T) {
 			spec: `permit: {conditions: [{name: a}]}`,
 			want: []string{"spec.permit.conditions[0]", "exactly one of"},
 		},
+		"gang topology with both key and levels": {
+			spec: `permit: {conditions: [{name: g, gang: {minMember: 2, topology: {key: rack, levels: [zone, rack]}}}]}`,
+			want: []string{"spec.permit.conditions[0].gang.topology", "exactly one of key or levels"},
+		},
+		"gang topology with an unknown mode": {
+			spec: `permit: {conditions: [{name: g, gang: {minMember: 2, topology: {key: rack, mode: Sometimes}}}]}`,
+			want: []string{"spec.permit.conditions[0].gang.topology.mode", "Unsupported value"},
+		},
 		"duplicate condition names": {
 			spec: `permit: {conditions: [{name: a, expression: "true"}, {name: a, volumes: {}}]}`,
 			want: []string{"spec.permit.conditions[1]", "Duplicate value"},
