@@ -1,0 +1,236 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package placement
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	kcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/cache"
+)
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=services;replicationcontrollers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch
+
+// left out of kube-scheduler's default profile: what bindgate does not do
+// (preempt, schedule PodGroups) and DRA, which the unsupported plugin
+// refuses with a reason instead. DefaultBinder stays (a profile needs a
+// binder) but is never run: bindgate binds itself.
+var leftOut = map[string]bool{
+	names.DefaultPreemption:          true,
+	names.DynamicResources:           true,
+	names.GangScheduling:             true,
+	names.TopologyPlacementGenerator: true,
+	names.PodGroupPodsCount:          true,
+}
+
+// Profile is kube-scheduler's default profile for the policy scoring
+// strategy, with bindgate's plugins: the policy's nodeSelector and the
+// unsupported check first, its capacity last.
+func Profile(strategy bindgatev1alpha1.ScoringStrategyType, percentageOfNodesToScore int32) (*config.KubeSchedulerProfile, error) {
+	var versioned configv1.KubeSchedulerConfiguration
+	scheme.Scheme.Default(&versioned)
+	var cfg config.KubeSchedulerConfiguration
+	if err := scheme.Scheme.Convert(&versioned, &cfg, nil); err != nil {
+		return nil, fmt.Errorf("converting kube-scheduler's default configuration: %w", err)
+	}
+	prof := cfg.Profiles[0]
+	enabled := []config.Plugin{{Name: UnsupportedName}, {Name: PolicyNodeSelectorName}}
+	for _, p := range prof.Plugins.MultiPoint.Enabled {
+		if !leftOut[p.Name] {
+			enabled = append(enabled, p)
+		}
+	}
+	prof.Plugins.MultiPoint.Enabled = append(enabled, config.Plugin{Name: PolicyCapacityName})
+	switch strategy {
+	case bindgatev1alpha1.MostAllocated:
+		for i := range prof.PluginConfig {
+			if args, ok := prof.PluginConfig[i].Args.(*config.NodeResourcesFitArgs); ok {
+				args.ScoringStrategy.Type = config.MostAllocated
+			}
+		}
+	case bindgatev1alpha1.BalancedAllocation:
+		// NodeResourcesBalancedAllocation (in the default profile) ranks
+		// resource use alone: NodeResourcesFit does not score.
+		prof.Plugins.Score.Disabled = append(prof.Plugins.Score.Disabled, config.Plugin{Name: names.NodeResourcesFit})
+	}
+	if percentageOfNodesToScore > 0 {
+		prof.PercentageOfNodesToScore = &percentageOfNodesToScore
+	}
+	return &prof, nil
+}
+
+// Options configure a Placer.
+type Options struct {
+	Cache  *cache.Cache
+	Client kubernetes.Interface
+	// Informers is the factory the plugins' listers come from; Pods, Nodes
+	// and PersistentVolumeClaims may be shared with the caller's informers
+	// (SharedInformers).
+	Informers informers.SharedInformerFactory
+	// PercentageOfNodesToScore as kube-scheduler's (0: adaptive).
+	PercentageOfNodesToScore int32
+}
+
+// Placer runs the placement part of the cycle.
+type Placer struct {
+	cache      *cache.Cache
+	informers  informers.SharedInformerFactory
+	frameworks map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework
+	snapshot   *kcache.Snapshot
+	percentage int32
+
+	synced chan struct{}
+	// mu serialises scheduling cycles (Lock).
+	mu        sync.Mutex
+	nextStart int
+}
+
+// New builds one framework per scoring strategy over one snapshot.
+func New(ctx context.Context, opts Options) (*Placer, error) {
+	// The framework runtime records into kube-scheduler's metric vectors
+	// (Register is idempotent).
+	schedmetrics.Register()
+	p := &Placer{
+		cache:      opts.Cache,
+		informers:  opts.Informers,
+		frameworks: map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework{},
+		snapshot:   kcache.NewEmptySnapshot(),
+		percentage: opts.PercentageOfNodesToScore,
+		synced:     make(chan struct{}),
+	}
+	reg := plugins.NewInTreeRegistry()
+	for name, factory := range registry(opts.Cache) {
+		if err := reg.Register(name, factory); err != nil {
+			return nil, fmt.Errorf("registering plugin %s: %w", name, err)
+		}
+	}
+	// NodeVolumeLimits reads CSINodes through a shared manager, built as
+	// kube-scheduler builds it.
+	csi := nodevolumelimits.NewCSIManager(opts.Informers.Storage().V1().CSINodes().Lister())
+	for _, strategy := range []bindgatev1alpha1.ScoringStrategyType{
+		bindgatev1alpha1.LeastAllocated, bindgatev1alpha1.MostAllocated, bindgatev1alpha1.BalancedAllocation,
+	} {
+		prof, err := Profile(strategy, opts.PercentageOfNodesToScore)
+		if err != nil {
+			return nil, err
+		}
+		fw, err := frameworkruntime.NewFramework(ctx, reg, prof,
+			frameworkruntime.WithClientSet(opts.Client),
+			frameworkruntime.WithInformerFactory(opts.Informers),
+			frameworkruntime.WithSharedCSIManager(csi),
+			frameworkruntime.WithSnapshotSharedLister(p.snapshot),
+			frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("placement")),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("building kube-scheduler's framework (%s): %w", strategy, err)
+		}
+		p.frameworks[strategy] = fw
+	}
+	return p, nil
+}
+
+// Share makes factory hand out inf for objects of obj's type (e.g. the
+// operator's own pod, node and claim informers), so that the plugins'
+// listers read the same objects without a second watch.
+func Share(factory informers.SharedInformerFactory, obj runtime.Object, inf toolscache.SharedIndexInformer) {
+	factory.InformerFor(obj, func(kubernetes.Interface, time.Duration) toolscache.SharedIndexInformer { return inf })
+}
+
+// Start starts the plugins' informers and waits for them to sync; no cycle
+// runs before. It runs on every replica (no leader election needed).
+func (p *Placer) Start(ctx context.Context) error {
+	p.informers.Start(ctx.Done())
+	for typ, ok := range p.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	close(p.synced)
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection is false: a standby replica keeps its caches warm.
+func (p *Placer) NeedLeaderElection() bool { return false }
+
+// Lock starts a scheduling cycle: from the snapshot update to the
+// reservation, no other cycle runs.
+func (p *Placer) Lock() { p.mu.Lock() }
+
+// Unlock ends the scheduling cycle.
+func (p *Placer) Unlock() { p.mu.Unlock() }
+
+func (p *Placer) framework(policy *bindgatev1alpha1.BindingPolicy) schedframework.Framework {
+	if policy.Spec.Scoring != nil {
+		if fw, ok := p.frameworks[policy.Spec.Scoring.Strategy]; ok {
+			return fw
+		}
+	}
+	return p.frameworks[bindgatev1alpha1.LeastAllocated]
+}
+
+func (p *Placer) waitSynced(ctx context.Context) error {
+	select {
+	case <-p.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// newState is a fresh CycleState carrying the policy.
+func newState(policy *bindgatev1alpha1.BindingPolicy) fwk.CycleState {
+	state := schedframework.NewCycleState()
+	writePolicy(state, policy)
+	return state
+}
+
+// refresh waits for the informers' first sync and brings the snapshot up to
+// date with the cache (incrementally, by generation). The caller holds Lock.
+func (p *Placer) refresh(ctx context.Context) error {
+	if err := p.waitSynced(ctx); err != nil {
+		return err
+	}
+	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
+		return fmt.Errorf("updating the snapshot: %w", err)
+	}
+	return nil
+}
