@@ -92,7 +92,7 @@ func setupHooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, poli
 	}, secrets)
 	policies.Secrets, policies.SecretNamespace = secrets, opts.Namespace
 
-	sched.BindWebhook = &bindhook.Caller{Client: wc, BaseBackoff: opts.WebhookBaseBackoff}
+	sched.BindHook = &bindhook.Caller{Client: wc, BaseBackoff: opts.WebhookBaseBackoff}
 	if b, ok := sched.Binder.(*bind.Binder); ok {
 		b.PostBindPending = postbind.Pending
 	}

@@ -409,7 +409,7 @@ func TestPostBindHangingReceiverDelaysNothingElse(t *testing.T) {
 	}
 }
 
-func TestBindWebhookRejectsThenAccepts(t *testing.T) {
+func TestBindHookRejectsThenAccepts(t *testing.T) {
 	w := newWebhookEnv(t)
 	var (
 		accept  atomic.Bool

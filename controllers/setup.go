@@ -119,7 +119,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	// Permit conditions share the outbound webhook client of bind and
 	// postBind; an ended webhook call requeues its pod at once.
 	permits := &permit.Builder{Client: mgr.GetClient(), Wake: q.Activate}
-	if caller, ok := sched.BindWebhook.(*bindhook.Caller); ok {
+	if caller, ok := sched.BindHook.(*bindhook.Caller); ok {
 		permits.Webhooks = caller.Client
 	}
 	permits.Gangs = sched.Gangs()

@@ -30,7 +30,7 @@ import (
 // the asynchronous binder: the binder reports the end through OnDone.
 const ResultBinding = "binding"
 
-// AsyncBinder runs the binding cycle (bind webhook, gate lift, pods/binding,
+// AsyncBinder runs the binding cycle (BindHook, gate lift, pods/binding,
 // PostBind) off the worker that reserved the pod, as kube-scheduler does, so
 // that the worker is free for the next pod as soon as this one is reserved
 // and permitted. Binds run on a pool of Concurrency long-lived goroutines:

@@ -109,7 +109,7 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 // reservation and runs PostBind.
 func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if out, done := s.callBindWebhook(ctx, state, pod, node); done {
+	if out, done := s.callBindHook(ctx, state, pod, node); done {
 		return out, nil
 	}
 	if v, ok := s.cycles.Load(pod.UID); ok {

@@ -66,10 +66,10 @@ type Scheduler struct {
 	// PermitPlugins returns the permit plugins of a policy (none: approve).
 	PermitPlugins func(*bindgatev1alpha1.BindingPolicy) []framework.PermitPlugin
 	Binder        framework.BindPlugin
-	// BindWebhook, when set, runs the policies' bind webhooks before the
+	// BindHook, when set, runs the policies' BindHooks (spec.bind.webhook) before the
 	// gate patch.
-	BindWebhook BindWebhook
-	PostBind    []framework.PostBindPlugin
+	BindHook BindHook
+	PostBind []framework.PostBindPlugin
 	// Async, when set, runs binds on its pool of goroutines, apart from
 	// the worker that reserved the pod.
 	Async *AsyncBinder

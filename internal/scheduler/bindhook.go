@@ -29,24 +29,24 @@ import (
 	"github.com/bindgate/bindgate/internal/metrics"
 )
 
-// BindWebhook calls a policy's spec.bind.webhook; nil means the bind may
+// BindHook calls a policy's spec.bind.webhook; nil means the bind may
 // proceed. *bindhook.Caller implements it.
-type BindWebhook interface {
+type BindHook interface {
 	Call(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, node string) *bindhook.Rejection
 }
 
-// callBindWebhook runs the bind webhook before the gate patch. done=true
+// callBindHook runs the BindHook before the gate patch. done=true
 // ends the cycle: the reservation is released, the pod gets an event that
 // names the webhook, and the cycle is retried after the webhook's backoff.
-func (s *Scheduler) callBindWebhook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
-	if s.BindWebhook == nil {
+func (s *Scheduler) callBindHook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
+	if s.BindHook == nil {
 		return Outcome{}, false
 	}
-	rej := s.BindWebhook.Call(ctx, state.Policy, pod, node.Name)
+	rej := s.BindHook.Call(ctx, state.Policy, pod, node.Name)
 	if rej == nil {
 		return Outcome{}, false
 	}
-	ctrl.LoggerFrom(ctx).V(2).Info("Bind webhook refused the bind", "pod", klog.KObj(pod), "node", node.Name,
+	ctrl.LoggerFrom(ctx).V(2).Info("BindHook refused the bind", "pod", klog.KObj(pod), "node", node.Name,
 		"reason", rej.Message, "retryAfter", rej.RetryAfter)
 	s.unreserve(ctx, state, pod, node.Name)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, rej.Reason, "Binding", "%s (retrying in %s)", rej.Message, rej.RetryAfter)
