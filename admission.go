@@ -26,11 +26,11 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/bindgate/bindgate/internal/admission/certs"
+	"github.com/bindgate/bindgate/internal/admission/podgate"
+	policywebhook "github.com/bindgate/bindgate/internal/admission/policy"
 	"github.com/bindgate/bindgate/internal/options"
 	"github.com/bindgate/bindgate/internal/policy"
-	"github.com/bindgate/bindgate/internal/webhooks/certs"
-	"github.com/bindgate/bindgate/internal/webhooks/podgate"
-	policywebhook "github.com/bindgate/bindgate/internal/webhooks/policy"
 )
 
 // registerAdmission registers the admission webhook handlers (pod gate,

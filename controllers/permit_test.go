@@ -31,9 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	policywebhook "github.com/bindgate/bindgate/internal/admission/policy"
 	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/testenv"
-	policywebhook "github.com/bindgate/bindgate/internal/webhooks/policy"
 )
 
 const (

@@ -29,10 +29,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bindgate/bindgate/internal/admission/certs"
+	"github.com/bindgate/bindgate/internal/admission/podgate"
 	"github.com/bindgate/bindgate/internal/postbind"
 	"github.com/bindgate/bindgate/internal/webhookclient"
-	"github.com/bindgate/bindgate/internal/webhooks/certs"
-	"github.com/bindgate/bindgate/internal/webhooks/podgate"
 )
 
 // Options are all the operator's flags.

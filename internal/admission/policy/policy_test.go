@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
-	"github.com/bindgate/bindgate/internal/webhooks/policy"
+	"github.com/bindgate/bindgate/internal/admission/policy"
 )
 
 func raw(t *testing.T, expr string) runtime.RawExtension {

@@ -82,7 +82,7 @@ func (h Handler) Handle(_ context.Context, req admission.Request) admission.Resp
 // Setup registers the handler at Path on the manager's webhook server. The
 // first call to mgr.GetWebhookServer adds the server to the manager, so call
 // Setup only once the serving certificate is in place (see
-// internal/webhooks/certs).
+// internal/admission/certs).
 func Setup(mgr ctrl.Manager, v policy.Validator) error {
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{Validator: v}})
 	return nil

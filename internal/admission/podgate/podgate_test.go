@@ -34,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/admission/podgate"
 	"github.com/bindgate/bindgate/internal/testenv"
-	"github.com/bindgate/bindgate/internal/webhooks/podgate"
 )
 
 func pod(ns, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {

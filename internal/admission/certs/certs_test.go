@@ -37,8 +37,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bindgate/bindgate/internal/admission/certs"
 	"github.com/bindgate/bindgate/internal/testenv"
-	"github.com/bindgate/bindgate/internal/webhooks/certs"
 )
 
 // TestRotator runs the rotator against a real API server: it fills the empty

@@ -157,7 +157,7 @@ func GatePatch(pod *corev1.Pod) (jsonpatch.JsonPatchOperation, bool) {
 // Setup registers the handler, in mode, at Path on the manager's webhook server. The
 // first call to mgr.GetWebhookServer adds the server to the manager, so call
 // Setup only once the serving certificate is in place (see
-// internal/webhooks/certs).
+// internal/admission/certs).
 func Setup(mgr ctrl.Manager, mode Mode) error {
 	mgr.GetWebhookServer().Register(Path, &webhook.Admission{Handler: Handler{Mode: mode}})
 	return nil
