@@ -283,12 +283,12 @@ func TestPolicyWebhookRefusesInvalidExpression(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts its own API server")
 	}
-	whEnv, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+	whEnv, err := testenv.Start(testenv.WithAdmission(testenv.DefaultAdmissionManifests))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = whEnv.Stop() })
-	whEnv.ServeWebhooks(t, func(m ctrl.Manager) error { return policywebhook.Setup(m, policy.Validator{}) })
+	whEnv.ServeAdmission(t, func(m ctrl.Manager) error { return policywebhook.Setup(m, policy.Validator{}) })
 	ctx := context.Background()
 
 	withZone := func(name, expr string) *bindgatev1alpha1.BindingPolicy {

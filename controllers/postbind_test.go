@@ -45,14 +45,14 @@ import (
 
 const hookSecret = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
-// webhookEnv is one test's operator namespace (with the signing secret) and
+// hookEnv is one BindHook/PostBindHook test's operator namespace (with the signing secret) and
 // manager options.
-type webhookEnv struct {
+type hookEnv struct {
 	ns   string // operator namespace
 	opts controllers.Options
 }
 
-func newWebhookEnv(t *testing.T) *webhookEnv {
+func newHookEnv(t *testing.T) *hookEnv {
 	t.Helper()
 	ns := namespace(t, nil)
 	secret := &corev1.Secret{
@@ -62,7 +62,7 @@ func newWebhookEnv(t *testing.T) *webhookEnv {
 	if err := env.Client.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	w := &webhookEnv{ns: ns}
+	w := &hookEnv{ns: ns}
 	w.opts.Workers = 16
 	w.opts.Namespace = ns
 	w.opts.WebhookBaseBackoff = 50 * time.Millisecond
@@ -70,7 +70,7 @@ func newWebhookEnv(t *testing.T) *webhookEnv {
 }
 
 // start runs a manager with the env's options until stop (or the test end).
-func (w *webhookEnv) start(t *testing.T) (stop func()) {
+func (w *hookEnv) start(t *testing.T) (stop func()) {
 	t.Helper()
 	return startManager(t, w.opts.Workers, func(o *controllers.Options) { *o = w.opts })
 }
@@ -226,7 +226,7 @@ func waitResults(t *testing.T, ns, hook string, n int, timeout time.Duration) ma
 }
 
 func TestPostBindDeliversVerifiedCloudEvents(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	rec := newReceiver(t, nil)
 	name := uniq("pb-audit")
 	bigNode(t, name)
@@ -282,7 +282,7 @@ func TestPostBindDeliversVerifiedCloudEvents(t *testing.T) {
 }
 
 func TestPostBindRetriesThenDeliversOrFails(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	flaky := newReceiver(t, func(r *receiver) { r.failFirst = 2 })
 	down := newReceiver(t, nil)
 	down.down.Store(true)
@@ -325,7 +325,7 @@ func TestPostBindRetriesThenDeliversOrFails(t *testing.T) {
 }
 
 func TestPostBindResendsAfterRestart(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	rec := newReceiver(t, func(r *receiver) { r.block = make(chan struct{}) })
 	name := uniq("pb-restart")
 	bigNode(t, name)
@@ -366,7 +366,7 @@ func TestPostBindResendsAfterRestart(t *testing.T) {
 }
 
 func TestPostBindHangingReceiverDelaysNothingElse(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	hang := newReceiver(t, func(r *receiver) { r.hang = true })
 	live := newReceiver(t, nil)
 	slowPolicy, otherPolicy := uniq("pb-hang"), uniq("pb-live")
@@ -410,7 +410,7 @@ func TestPostBindHangingReceiverDelaysNothingElse(t *testing.T) {
 }
 
 func TestBindHookRejectsThenAccepts(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	var (
 		accept  atomic.Bool
 		calls   atomic.Int64
@@ -477,7 +477,7 @@ func TestBindHookRejectsThenAccepts(t *testing.T) {
 }
 
 func TestPostBindForbiddenURLMakesPolicyNotReady(t *testing.T) {
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	rec := newReceiver(t, nil)
 	name := uniq("pb-metadata")
 	bigNode(t, name)

@@ -35,7 +35,7 @@ import (
 // Secret; once the Secret exists the policy turns Ready by itself.
 func TestPolicyMissingSigningSecret(t *testing.T) {
 	t.Cleanup(controllers.SetSecretMissingRecheck(200 * time.Millisecond))
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	rec := newReceiver(t, nil)
 	absent, keyless := uniq("absent"), uniq("keyless")
 	if err := env.Client.Create(context.Background(), &corev1.Secret{

@@ -184,7 +184,7 @@ func aggregateEdit(t *testing.T) {
 // admission policy does not reach charges no capacity and sends no notice.
 func TestTenantCannotSteerStarveOrSpoof(t *testing.T) {
 	ctx := context.Background()
-	w := newWebhookEnv(t)
+	w := newHookEnv(t)
 	rec := newReceiver(t, nil)
 	scope := uniq("scope")
 	teamA, teamB := uniq("team-a"), uniq("team-b")

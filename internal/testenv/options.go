@@ -30,12 +30,12 @@ import (
 // Option changes the envtest environment before it starts.
 type Option func(*envtest.Environment)
 
-// WithWebhooks installs the webhook configurations found in paths (files or
+// WithAdmission installs the admission webhook configurations found in paths (files or
 // directories, relative to the repository root when not absolute), rewritten
 // by envtest to call a local server with a generated serving certificate:
-// serve them at Env.WebhookHost:Env.WebhookPort with the certificate in
-// Env.WebhookCertDir.
-func WithWebhooks(paths ...string) Option {
+// serve them at Env.AdmissionHost:Env.AdmissionPort with the certificate in
+// Env.AdmissionCertDir.
+func WithAdmission(paths ...string) Option {
 	return func(env *envtest.Environment) {
 		for _, p := range paths {
 			if !filepath.IsAbs(p) {
@@ -46,20 +46,20 @@ func WithWebhooks(paths ...string) Option {
 	}
 }
 
-// DefaultWebhookManifests is the generated webhook configuration.
-var DefaultWebhookManifests = filepath.Join("config", "webhook", "manifests.yaml")
+// DefaultAdmissionManifests is the generated admission webhook configuration.
+var DefaultAdmissionManifests = filepath.Join("config", "webhook", "manifests.yaml")
 
-// ServeWebhooks runs, until the test ends, a manager whose webhook server
+// ServeAdmission runs, until the test ends, a manager whose admission webhook server
 // serves the handlers that setup registers, where the API server (started
-// WithWebhooks) calls them.
-func (e *Env) ServeWebhooks(t testing.TB, setup func(ctrl.Manager) error) {
+// WithAdmission) calls them.
+func (e *Env) ServeAdmission(t testing.TB, setup func(ctrl.Manager) error) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: e.WebhookHost, Port: e.WebhookPort, CertDir: e.WebhookCertDir,
+			Host: e.AdmissionHost, Port: e.AdmissionPort, CertDir: e.AdmissionCertDir,
 		}),
 	})
 	if err != nil {

@@ -49,12 +49,12 @@ type Env struct {
 	AssetsDir string
 	// Kubeconfig is a kubeconfig file for the admin user (for kubectl).
 	Kubeconfig string
-	// WebhookHost, WebhookPort and WebhookCertDir are where a webhook server
+	// AdmissionHost, AdmissionPort and AdmissionCertDir are where an admission webhook server
 	// must listen, and the serving certificate it must use, for the webhook
-	// configurations installed by WithWebhooks (empty without it).
-	WebhookHost    string
-	WebhookPort    int
-	WebhookCertDir string
+	// configurations installed by WithAdmission (empty without it).
+	AdmissionHost    string
+	AdmissionPort    int
+	AdmissionCertDir string
 
 	env *envtest.Environment
 }
@@ -86,7 +86,7 @@ func Scheme() *runtimeschema.Scheme {
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs; options add
-// more (see WithWebhooks).
+// more (see WithAdmission).
 func Start(opts ...Option) (*Env, error) {
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd", "kubectl"} {
@@ -108,7 +108,7 @@ func Start(opts ...Option) (*Env, error) {
 	}
 	e := &Env{Config: cfg, Scheme: Scheme(), AssetsDir: assets, env: env}
 	if wh := env.WebhookInstallOptions; len(wh.Paths) > 0 {
-		e.WebhookHost, e.WebhookPort, e.WebhookCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
+		e.AdmissionHost, e.AdmissionPort, e.AdmissionCertDir = wh.LocalServingHost, wh.LocalServingPort, wh.LocalServingCertDir
 	}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
 		_ = env.Stop()

@@ -169,7 +169,7 @@ func TestRotator(t *testing.T) {
 // renders it (namePrefix bindgate-, namespace bindgate-system).
 func generatedWebhookConfig(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), testenv.DefaultWebhookManifests))
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), testenv.DefaultAdmissionManifests))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,10 +174,10 @@ func applyAdd(t *testing.T, doc map[string]any, path string, value any) map[stri
 	return doc
 }
 
-// TestWebhookEnvtest installs the generated webhook configuration in a real
+// TestAdmissionEnvtest installs the generated webhook configuration in a real
 // API server, serves the handler in each mode and checks which pods come
 // back gated or naming bindgate as their scheduler.
-func TestWebhookEnvtest(t *testing.T) {
+func TestAdmissionEnvtest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("envtest suite; run without -short")
 	}
@@ -219,12 +219,12 @@ func TestWebhookEnvtest(t *testing.T) {
 	}
 	for mode, cases := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			env, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+			env, err := testenv.Start(testenv.WithAdmission(testenv.DefaultAdmissionManifests))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = env.Stop() })
-			env.ServeWebhooks(t, func(mgr ctrl.Manager) error { return podgate.Setup(mgr, mode) })
+			env.ServeAdmission(t, func(mgr ctrl.Manager) error { return podgate.Setup(mgr, mode) })
 			ctx := context.Background()
 
 			c := env.Client
@@ -288,15 +288,15 @@ func TestWebhookEnvtest(t *testing.T) {
 	}
 }
 
-// TestWebhookFailsClosed: with no webhook server answering, pods that opted
+// TestAdmissionFailsClosed: with no webhook server answering, pods that opted
 // in (enabled namespace, policy label) are refused rather than admitted past
 // bindgate; other pods, and every pod of the system namespaces and the
 // operator's own, are admitted.
-func TestWebhookFailsClosed(t *testing.T) {
+func TestAdmissionFailsClosed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("envtest suite; run without -short")
 	}
-	env, err := testenv.Start(testenv.WithWebhooks(testenv.DefaultWebhookManifests))
+	env, err := testenv.Start(testenv.WithAdmission(testenv.DefaultAdmissionManifests))
 	if err != nil {
 		t.Fatal(err)
 	}
