@@ -472,7 +472,6 @@ func TestNodeCordonedBetweenReserveAndBind(t *testing.T) {
 		}
 		return len(pol.Status.Reservations) == 1 && pol.Status.Reservations[0].Node == first.Name, nil
 	})
-	second := newNode(pname+"-b").label("pool", pname).create(t)
 	n := &corev1.Node{}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: first.Name}, n); err != nil {
 		t.Fatal(err)
@@ -481,7 +480,14 @@ func TestNodeCordonedBetweenReserveAndBind(t *testing.T) {
 	if err := env.Client.Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The second node comes after the cordon in the node watch, so once the
+	// operator has placed a pod on it (a probe that fits nowhere else), its
+	// cache has seen the cordon too: only then may the gate go.
+	second := newNode(pname+"-b").label("pool", pname).create(t)
+	newPod(ns, "probe").policy(pname).nodeSelector(corev1.LabelHostname, second.Name).create(t)
+	eventually(t, 20*time.Second, "the probe bound to the second node", func() (bool, error) {
+		return getPod(t, ns, "probe").Spec.NodeName == second.Name, nil
+	})
 	releaseGate(t, ns, "mover", "example.com/hold")
 	eventually(t, 20*time.Second, "bound to the other node", func() (bool, error) {
 		return getPod(t, ns, "mover").Spec.NodeName == second.Name, nil

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/testenv"
@@ -114,7 +115,12 @@ func TestCatchesEveryBreach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ch.Stop()
-	time.Sleep(500 * time.Millisecond) // the checker samples the policy's spec (every 200ms)
+	// The checker samples the policies' specs (every 200ms).
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return ch.SawPolicy(polName), nil
+	}); err != nil {
+		t.Fatalf("the checker never sampled policy %s: %v", polName, err)
+	}
 	byPolicy := map[string]string{bindgatev1alpha1.PolicyAnnotation: polName}
 	pod(t, ns, "fits", "600m", small, nil, false)
 	pod(t, ns, "overcommits", "600m", small, nil, false)
