@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/bindgate/bindgate/internal/dryrun"
 	"github.com/bindgate/bindgate/internal/eventhandlers"
+	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/policy"
 	"github.com/bindgate/bindgate/internal/queue"
@@ -113,36 +115,35 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 
-	out, err := r.Scheduler.Schedule(ctx, pod, pol)
-	if out.Result != "" && out.Result != scheduler.ResultBinding {
-		metrics.ScheduleAttempts.WithLabelValues(out.Result, pol.Name).Inc()
+	st, after := r.Scheduler.Schedule(ctx, pod, pol)
+	if res := scheduler.Result(st); res != "" {
+		metrics.ScheduleAttempts.WithLabelValues(res, pol.Name).Inc()
 	}
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Binding cycle failed", "pod", klog.KObj(pod))
-		return ctrl.Result{}, err
-	}
-	switch {
-	case out.Result == scheduler.ResultBinding:
-		return ctrl.Result{}, nil // bindDone reports the end
-	case out.Result == metrics.ResultScheduled:
+	switch st.Code() {
+	case framework.Success:
 		r.bound(pod)
 		return ctrl.Result{}, nil
-	case out.Unschedulable:
+	case framework.Unschedulable, framework.UnschedulableAndUnresolvable:
 		if pinned && r.Queue.Attempts(pod.UID) >= strandedAttempts {
 			return ctrl.Result{}, r.recoverStranded(ctx, pod, fmt.Sprintf("it is pinned to node %s, where it no longer fits", host))
 		}
 		r.Queue.MarkUnschedulable(req.NamespacedName)
-		after := r.Queue.Backoff(pod.UID)
-		if out.RequeueAfter > 0 && out.RequeueAfter < after {
-			after = out.RequeueAfter // e.g. a gang's recheck
+		backoff := r.Queue.Backoff(pod.UID)
+		if after <= 0 || after > backoff {
+			after = backoff // after: e.g. a gang's recheck
 		}
 		return ctrl.Result{RequeueAfter: after}, nil
+	case framework.Wait:
+		// Waiting in Permit: node and policy changes may change the answer.
+		r.Queue.MarkUnschedulable(req.NamespacedName)
+		return ctrl.Result{RequeueAfter: after}, nil
+	case framework.Skip, framework.Pending:
+		ctrl.LoggerFrom(ctx).V(4).Info("Cycle stopped", "pod", klog.KObj(pod), "status", st.Code().String(), "reason", st.Message(), "requeueAfter", after)
+		return ctrl.Result{RequeueAfter: after}, nil
 	default:
-		if out.Result == metrics.ResultWaiting {
-			// Waiting in Permit: node and policy changes may change the answer.
-			r.Queue.MarkUnschedulable(req.NamespacedName)
-		}
-		return ctrl.Result{RequeueAfter: out.RequeueAfter}, nil
+		err := st.AsError()
+		ctrl.LoggerFrom(ctx).Error(err, "Binding cycle failed", "pod", klog.KObj(pod))
+		return ctrl.Result{}, err
 	}
 }
 
@@ -154,25 +155,23 @@ func (r *PodReconciler) bound(pod *corev1.Pod) {
 }
 
 // bindDone is called when an asynchronous bind ends: a pod that did not
-// bind is requeued (after the delay the cycle asked for).
-func (r *PodReconciler) bindDone(pod *corev1.Pod, policy string, out scheduler.Outcome, err error) {
-	result := out.Result
-	if err != nil {
-		result = metrics.ResultError
-		ctrl.Log.WithName("bind").Error(err, "Bind failed", "pod", klog.KObj(pod))
+// bind is requeued (after the delay the cycle asked for, else with backoff).
+func (r *PodReconciler) bindDone(pod *corev1.Pod, policy string, st *framework.Status, after time.Duration) {
+	if res := scheduler.Result(st); res != "" {
+		metrics.ScheduleAttempts.WithLabelValues(res, policy).Inc()
 	}
-	if result != "" {
-		metrics.ScheduleAttempts.WithLabelValues(result, policy).Inc()
-	}
-	if result == metrics.ResultScheduled {
+	if st.IsSuccess() {
 		r.bound(pod)
 		return
 	}
-	delay := out.RequeueAfter
-	if err != nil || delay <= 0 {
-		delay = r.Queue.Backoff(pod.UID)
+	if st.Code() == framework.Error {
+		ctrl.Log.WithName("bind").Error(st.AsError(), "Bind failed", "pod", klog.KObj(pod))
+		after = 0
 	}
-	r.Queue.Add(client.ObjectKeyFromObject(pod), queue.Priority(pod), delay)
+	if after <= 0 {
+		after = r.Queue.Backoff(pod.UID)
+	}
+	r.Queue.Add(client.ObjectKeyFromObject(pod), queue.Priority(pod), after)
 }
 
 // SetupWithManager registers the controller: pods enter the queue by their

@@ -30,9 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/bindgate/bindgate/internal/metrics"
+	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/queue"
-	"github.com/bindgate/bindgate/internal/scheduler"
 )
 
 // TestBindDoneRequeues: a bind that did not bind puts the pod back after
@@ -50,10 +49,11 @@ func TestBindDoneRequeues(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
 			Spec: corev1.PodSpec{Priority: &prio}}
 	}
-	r.bindDone(pod("bound", 0), "p", scheduler.Outcome{Result: metrics.ResultScheduled}, nil)
-	r.bindDone(pod("low", 1), "p", scheduler.Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil)
-	r.bindDone(pod("high", 100), "p", scheduler.Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil)
-	r.bindDone(pod("later", 1000), "p", scheduler.Outcome{Result: metrics.ResultError, RequeueAfter: time.Hour}, nil)
+	lost := framework.NewStatus(framework.Pending, "lost a race")
+	r.bindDone(pod("bound", 0), "p", nil, 0)
+	r.bindDone(pod("low", 1), "p", lost, time.Millisecond)
+	r.bindDone(pod("high", 100), "p", lost, time.Millisecond)
+	r.bindDone(pod("later", 1000), "p", lost, time.Hour)
 
 	if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return q.Len() >= 2, nil

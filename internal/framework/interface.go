@@ -46,6 +46,9 @@ const (
 	UnschedulableAndUnresolvable = fwk.UnschedulableAndUnresolvable
 	Wait                         = fwk.Wait
 	Skip                         = fwk.Skip
+	// Pending means the cycle stopped at a change that is nobody's failure
+	// (a lost race): it is tried again without backoff.
+	Pending = fwk.Pending
 )
 
 // MaxNodeScore is the highest score a Score plugin returns.

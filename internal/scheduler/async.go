@@ -19,16 +19,13 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/bindgate/bindgate/internal/framework"
 )
-
-// ResultBinding is the Outcome.Result of a cycle whose bind was handed to
-// the asynchronous binder: the binder reports the end through OnDone.
-const ResultBinding = "binding"
 
 // AsyncBinder runs the binding cycle (BindHook, gate lift, pods/binding,
 // PostBind) off the worker that reserved the pod, as kube-scheduler does, so
@@ -43,13 +40,17 @@ type AsyncBinder struct {
 	jobs     chan func()
 	workers  int
 	start    sync.Once
-	onDone   func(pod *corev1.Pod, policy string, out Outcome, err error)
+	onDone   OnDone
 	inFlight sync.Map // types.UID -> struct{}
 }
 
+// OnDone is told how a bind handed to the AsyncBinder ended, as Schedule
+// would have said it (a nil *Status: bound).
+type OnDone func(pod *corev1.Pod, policy string, st *framework.Status, after time.Duration)
+
 // NewAsyncBinder makes a binder whose binds run under ctx (its goroutines
 // end when ctx, the manager's, is cancelled) and report to onDone.
-func NewAsyncBinder(ctx context.Context, concurrency int, onDone func(pod *corev1.Pod, policy string, out Outcome, err error)) *AsyncBinder {
+func NewAsyncBinder(ctx context.Context, concurrency int, onDone OnDone) *AsyncBinder {
 	if concurrency <= 0 {
 		concurrency = 1
 	}
@@ -96,8 +97,8 @@ func (a *AsyncBinder) run() {
 }
 
 // dispatchBind binds synchronously without an AsyncBinder, else hands the
-// bind to one.
-func (s *Scheduler) dispatchBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
+// bind to one (Skip: it reports through its OnDone).
+func (s *Scheduler) dispatchBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	a := s.Async
 	if a == nil {
 		return s.bind(ctx, state, pod, node)
@@ -105,17 +106,17 @@ func (s *Scheduler) dispatchBind(ctx context.Context, state *framework.CycleStat
 	pod = pod.DeepCopy()
 	a.inFlight.Store(pod.UID, struct{}{})
 	err := a.submit(ctx, func() {
-		out, err := s.bind(a.ctx, state, pod, node)
+		st, after := s.bind(a.ctx, state, pod, node)
 		// Not busy any more before onDone requeues the pod: a cycle that
 		// found it busy would end without a requeue of its own.
 		a.inFlight.Delete(pod.UID)
 		if a.onDone != nil {
-			a.onDone(pod, state.Policy.Name, out, err)
+			a.onDone(pod, state.Policy.Name, st, after)
 		}
 	})
 	if err != nil {
 		a.inFlight.Delete(pod.UID)
-		return Outcome{}, err
+		return framework.AsStatus(err), 0
 	}
-	return Outcome{Result: ResultBinding}, nil
+	return framework.NewStatus(framework.Skip, "bind dispatched"), 0
 }

@@ -18,6 +18,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -26,7 +27,6 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bindhook"
 	"github.com/bindgate/bindgate/internal/framework"
-	"github.com/bindgate/bindgate/internal/metrics"
 )
 
 // BindHook calls a policy's spec.bind.webhook; nil means the bind may
@@ -38,17 +38,18 @@ type BindHook interface {
 // callBindHook runs the BindHook before the gate patch. done=true
 // ends the cycle: the reservation is released, the pod gets an event that
 // names the webhook, and the cycle is retried after the webhook's backoff.
-func (s *Scheduler) callBindHook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
+// A non-nil *Status ends the cycle (see Schedule).
+func (s *Scheduler) callBindHook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	if s.BindHook == nil {
-		return Outcome{}, false
+		return nil, 0
 	}
 	rej := s.BindHook.Call(ctx, state.Policy, pod, node.Name)
 	if rej == nil {
-		return Outcome{}, false
+		return nil, 0
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("BindHook refused the bind", "pod", klog.KObj(pod), "node", node.Name,
 		"reason", rej.Message, "retryAfter", rej.RetryAfter)
 	s.unreserve(ctx, state, pod, node.Name)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, rej.Reason, "Binding", "%s (retrying in %s)", rej.Message, rej.RetryAfter)
-	return Outcome{Result: metrics.ResultWaiting, RequeueAfter: rej.RetryAfter}, true
+	return framework.NewStatus(framework.Wait, rej.Message), rej.RetryAfter
 }

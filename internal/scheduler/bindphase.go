@@ -106,39 +106,40 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 }
 
 // bind removes the gate, pins and binds the pod, then releases the
-// reservation and runs PostBind.
-func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, error) {
+// reservation and runs PostBind. A nil *Status: the pod is bound (see
+// Schedule).
+func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	log := ctrl.LoggerFrom(ctx)
-	if out, done := s.callBindHook(ctx, state, pod, node); done {
-		return out, nil
+	if st, after := s.callBindHook(ctx, state, pod, node); st != nil {
+		return st, after
 	}
 	if v, ok := s.cycles.Load(pod.UID); ok {
 		// VolumeBinding binds or provisions the pod's claims for the node.
 		if st := s.Placer.PreBind(ctx, v.(*placement.Cycle), pod); !st.IsSuccess() {
 			log.V(2).Info("PreBind failed, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
 			s.unreserve(ctx, state, pod, node.Name)
-			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Second}, nil
+			return retry(time.Second, "PreBind: "+st.Message())
 		}
 	}
 	start := s.Clock.Now()
 	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod); err != nil {
 		if apierrors.IsConflict(err) {
 			// The pod changed (another replica, or the user): look again.
-			return Outcome{Result: metrics.ResultError, RequeueAfter: 20 * time.Millisecond}, nil
+			return retry(20*time.Millisecond, "the pod changed before its gate was lifted")
 		}
 		if apierrors.IsNotFound(err) {
 			s.unreserve(ctx, state, pod, node.Name)
-			return Outcome{Result: metrics.ResultError}, nil
+			return retry(0, "the pod was deleted")
 		}
-		return Outcome{Result: metrics.ResultError}, err
+		return framework.AsStatus(err), 0
 	}
 	if st := s.Binder.Bind(ctx, state, pod, node.Name); st != nil {
 		s.unreserve(ctx, state, pod, node.Name)
 		if st.Code() == framework.UnschedulableAndUnresolvable {
 			log.V(2).Info("Pod was bound elsewhere", "pod", klog.KObj(pod), "reason", st.Message())
-			return Outcome{Result: metrics.ResultError}, nil
+			return retry(0, "the pod was bound elsewhere: "+st.Message())
 		}
-		return Outcome{Result: metrics.ResultError}, st.AsError()
+		return st, 0
 	}
 	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
 	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
@@ -152,7 +153,7 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	for _, p := range s.PostBind {
 		p.PostBind(ctx, state, pod, node.Name)
 	}
-	return Outcome{Result: metrics.ResultScheduled, Node: node.Name}, nil
+	return nil, 0
 }
 
 // unreserve releases the pod's reservation in memory and in the ledger.

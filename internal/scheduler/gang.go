@@ -34,7 +34,6 @@ import (
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/gang"
 	"github.com/bindgate/bindgate/internal/ledger"
-	"github.com/bindgate/bindgate/internal/metrics"
 	"github.com/bindgate/bindgate/internal/permit"
 )
 
@@ -51,17 +50,14 @@ func (s *Scheduler) Gangs() *gang.Coordinator {
 	return s.gangs
 }
 
-// gangReserve runs the gang step; done=true ends the cycle with out.
-func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (Outcome, bool, error) {
+// gangReserve runs the gang step; a non-nil *Status ends the cycle (see
+// Schedule).
+func (s *Scheduler) gangReserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (*framework.Status, time.Duration) {
 	st := s.Gangs().Reserve(ctx, state.Policy, pod)
-	switch {
-	case st.IsSuccess():
-		return Outcome{}, false, nil
-	case st.IsRejected():
-		return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: gangRecheck}, true, nil
-	default:
-		return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true, st.AsError()
+	if st.IsRejected() {
+		return st, gangRecheck
 	}
+	return st, 0
 }
 
 // reservedNow returns the pod's reservation, for a gang member under the

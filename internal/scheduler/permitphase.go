@@ -43,16 +43,17 @@ const (
 	EventPermitTimeout  = "PermitTimeout"
 )
 
-// permit runs the policy's permit plugins. done=true ends the cycle here.
+// permit runs the policy's permit plugins. A non-nil *Status ends the cycle
+// here (see Schedule).
 //
 // The pod's permit deadline is its reservation's reservedAt plus the
 // policy's permit timeout; every wait ends by the deadline at the latest, so
 // the requeue timer enforces it. A pod that starts waiting has the deadline
 // recorded in the ledger (status.waitingPods counts it) before it is
 // reported waiting through the Permitted condition and a PermitWaiting event.
-func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (Outcome, bool) {
+func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	if s.PermitPlugins == nil {
-		return Outcome{}, false
+		return nil, 0
 	}
 	plugins := s.PermitPlugins(state.Policy)
 	if len(plugins) == 0 {
@@ -64,7 +65,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 				ctrl.LoggerFrom(ctx).Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
 			}
 		}
-		return Outcome{}, false
+		return nil, 0
 	}
 	log := ctrl.LoggerFrom(ctx)
 	policy := state.Policy
@@ -99,7 +100,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 				log.Error(err, "Recording the permit rejection", "pod", klog.KObj(pod))
 			}
 			_ = s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg)
-			return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, true
+			return framework.NewStatus(framework.Unschedulable, msg), 0
 		}
 	}
 	now := s.Clock.Now()
@@ -113,11 +114,11 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionTrue, bindgatev1alpha1.ReasonPermitted, msg); err != nil {
 			log.Error(err, "Recording the permit approval", "pod", klog.KObj(pod))
 		}
-		return Outcome{}, false
+		return nil, 0
 	}
 	msg := strings.Join(pending, "; ")
 	if !now.Before(deadline) {
-		return s.permitTimeout(ctx, state, pod, node, msg, reservedAt), true
+		return s.permitTimeout(ctx, state, pod, node, msg, reservedAt)
 	}
 
 	cur := podcondition.Get(pod, bindgatev1alpha1.PodConditionPermitted)
@@ -130,10 +131,9 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		if err := s.record(ctx, policy.Name, r); err != nil {
 			if errors.Is(err, ledger.ErrLostRace) || errors.Is(err, ledger.ErrPolicyGone) {
 				s.unreserve(ctx, state, pod, node.Name)
-				return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, true
+				return retry(time.Millisecond, err.Error())
 			}
-			log.Error(err, "Recording the permit deadline", "pod", klog.KObj(pod))
-			return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, true
+			return framework.AsStatus(fmt.Errorf("recording the permit deadline: %w", err)), 0
 		}
 		s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventPermitWaiting, "Permit",
 			"Waiting on node %s until %s for permit conditions: %s", node.Name, deadline.UTC().Format(time.RFC3339), msg)
@@ -147,13 +147,13 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 		waitFor = remaining
 	}
 	log.V(4).Info("Waiting in Permit", "pod", klog.KObj(pod), "pending", pending, "deadline", deadline)
-	return Outcome{Result: metrics.ResultWaiting, RequeueAfter: waitFor}, true
+	return framework.NewStatus(framework.Wait, msg), waitFor
 }
 
 // permitTimeout ends a wait whose deadline passed: the reservation is
 // released and the pod is either marked unschedulable until something that
 // may change the answer changes (Reject) or requeued with backoff (Retry).
-func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, pending string, reservedAt time.Time) Outcome {
+func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, pending string, reservedAt time.Time) (*framework.Status, time.Duration) {
 	policy := state.Policy
 	action := permit.OnTimeout(policy)
 	msg := fmt.Sprintf("permit timeout (%s) waiting for: %s", permit.Timeout(policy), pending)
@@ -167,11 +167,11 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	// The pod takes no new reservation before its hold ends, even when
 	// the condition and event writes above requeue it at once.
 	if action == bindgatev1alpha1.PermitTimeoutRetry {
-		return Outcome{Result: metrics.ResultWaiting, RequeueAfter: s.holdAfterPermitTimeout(pod.UID)}
+		return framework.NewStatus(framework.Wait, msg), s.holdAfterPermitTimeout(pod.UID)
 	}
 	hold := s.holdAfterReject(pod, policy)
 	_ = s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg)
-	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true, RequeueAfter: hold}
+	return framework.NewStatus(framework.Unschedulable, msg), hold
 }
 
 func (s *Scheduler) observePermit(policy *bindgatev1alpha1.BindingPolicy, result string, reservedAt time.Time) {

@@ -107,24 +107,49 @@ type Scheduler struct {
 	waits sync.Map
 }
 
-// Outcome tells the controller what happened and when to look again.
-type Outcome struct {
-	// Result is one of the metrics.Result* values.
-	Result string
-	// RequeueAfter > 0 asks for another cycle then.
-	RequeueAfter time.Duration
-	// Unschedulable marks a pod that waits for the cluster to change.
-	Unschedulable bool
-	// Node is the node the pod was bound to.
-	Node string
+// Result is the schedule_attempts_total result a cycle that ended with st
+// counts under ("" for none: nothing was attempted, or the bind was handed to
+// the AsyncBinder, which counts it when it ends).
+func Result(st *framework.Status) string {
+	switch st.Code() {
+	case framework.Success:
+		return metrics.ResultScheduled
+	case framework.Wait:
+		return metrics.ResultWaiting
+	case framework.Unschedulable, framework.UnschedulableAndUnresolvable:
+		return metrics.ResultUnschedulable
+	case framework.Skip:
+		return ""
+	default: // Error, Pending
+		return metrics.ResultError
+	}
 }
 
-// Schedule runs or resumes pod's cycle under policy.
-func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (Outcome, error) {
+// retry ends a cycle at a change that is nobody's failure (a lost race, a
+// node that filled up, a reservation let go): the pod is looked at again
+// after the given delay, without backoff.
+func retry(after time.Duration, reason string) (*framework.Status, time.Duration) {
+	return framework.NewStatus(framework.Pending, reason), after
+}
+
+// Schedule runs or resumes pod's cycle under policy and says how it ended,
+// kube-scheduler's way (a nil *Status is success), with when to look again
+// (0: when an event requeues the pod):
+//   - nil: the pod is bound;
+//   - Skip: nothing more in this cycle: the bind was handed to the
+//     AsyncBinder (it reports through its OnDone) or is in flight already,
+//     or the pod's hold after a permit timeout has not ended;
+//   - Wait: the pod waits in Permit, for a bind hook or another gate;
+//   - Unschedulable: it fits nowhere, a permit condition rejected it, or its
+//     gang cannot be placed yet;
+//   - Pending: the cycle stopped at a change that is nobody's failure (see
+//     retry); look again after the delay, without backoff;
+//   - Error: a failure (st.AsError()), retried with backoff.
+func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) (*framework.Status, time.Duration) {
 	log := ctrl.LoggerFrom(ctx).WithValues("policy", policy.Name)
 	ctx = ctrl.LoggerInto(ctx, log)
 	if s.Async.Busy(pod.UID) {
-		return Outcome{}, nil // its bind is in flight and will report
+		return framework.NewStatus(framework.Skip, "its bind is in flight"), 0 // the binder reports
 	}
 	state := framework.NewCycleState(policy, pod)
 
@@ -135,7 +160,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		// policy was deleted: then the pod starts again under its match.
 		released, err := s.ReleaseIfPolicyGone(ctx, pod, "matching the pod again: now BindingPolicy "+policy.Name)
 		if err != nil {
-			return Outcome{Result: metrics.ResultError}, err
+			return framework.AsStatus(err), 0
 		}
 		if released {
 			held = false
@@ -150,15 +175,14 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	fresh := false
 	if !held {
 		if wait := s.permitHoldOff(pod, policy); wait > 0 {
-			return Outcome{RequeueAfter: wait}, nil
+			return framework.NewStatus(framework.Skip, "held after a permit timeout"), wait
 		}
-		if out, done, err := s.gangReserve(ctx, state, pod); done || err != nil {
-			return out, err
+		if st, after := s.gangReserve(ctx, state, pod); st != nil {
+			return st, after
 		}
 		if res, held = s.Cache.Reserved(pod.UID); !held {
-			out, err := s.reserve(ctx, state, pod)
-			if err != nil || out.Result != "" {
-				return out, err
+			if st, after := s.reserve(ctx, state, pod); st != nil {
+				return st, after
 			}
 			res, _ = s.Cache.Reserved(pod.UID)
 		}
@@ -168,23 +192,23 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		// A gang that lost a member while this one waited lets it go.
 		if st := s.Gangs().Check(ctx, state.Policy, pod); !st.IsSuccess() {
 			if !st.IsRejected() {
-				return Outcome{Result: metrics.ResultError}, st.AsError()
+				return st, 0
 			}
 			log.V(2).Info("Releasing a gang member", "pod", klog.KObj(pod), "reason", st.Message())
 			s.unreserve(ctx, state, pod, res.Node)
-			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+			return retry(time.Millisecond, "gang member released: "+st.Message())
 		}
 	}
 	node, ok := s.Cache.Node(res.Node)
 	if !ok {
 		s.releaseGone(ctx, pod, res, fmt.Sprintf("Released the reservation on node %s: the node was deleted; choosing a node again", res.Node))
-		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+		return retry(time.Millisecond, "the reserved node was deleted")
 	}
 
 	// Permit.
 	start := s.Clock.Now()
-	if out, done := s.permit(ctx, state, pod, node); done {
-		return out, nil
+	if st, after := s.permit(ctx, state, pod, node); st != nil {
+		return st, after
 	}
 	metrics.ExtensionPointDuration.WithLabelValues("Permit").Observe(s.Clock.Since(start).Seconds())
 
@@ -193,7 +217,7 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	if st := s.preBind(ctx, state, pod, node, fresh); st != nil {
 		log.V(2).Info("Node no longer fits the pod, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
 		s.unreserve(ctx, state, pod, node.Name)
-		return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+		return retry(time.Millisecond, "the node no longer fits: "+st.Message())
 	}
 	metrics.ExtensionPointDuration.WithLabelValues("PreBind").Observe(s.Clock.Since(start).Seconds())
 
@@ -204,9 +228,9 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 		// A waiting pod's reservation must be durable (a no-op write when
 		// it already is).
 		if err := s.recordHeld(ctx, state.Policy.Name, pod, nil); err != nil {
-			return Outcome{Result: metrics.ResultError}, err
+			return framework.AsStatus(err), 0
 		}
-		return Outcome{Result: metrics.ResultWaiting}, nil
+		return framework.NewStatus(framework.Wait, "waiting for other scheduling gates"), 0
 	}
 	return s.dispatchBind(ctx, state, pod, node)
 }
@@ -222,8 +246,8 @@ func (s *Scheduler) policyByName(ctx context.Context, name string, fallback *bin
 // reserve runs kube-scheduler's PreFilter, Filter, PreScore and Score
 // plugins, assumes the pod on the best node and runs the Reserve plugins,
 // all in one scheduling cycle, then records the reservation durably when it
-// must outlive the cycle. A non-empty Outcome.Result ends the cycle.
-func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (Outcome, error) {
+// must outlive the cycle. A non-nil *Status ends the cycle (see Schedule).
+func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod) (*framework.Status, time.Duration) {
 	log := ctrl.LoggerFrom(ctx)
 	start := s.Clock.Now()
 	s.Placer.Lock()
@@ -235,7 +259,7 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 		if errors.As(err, &fe) || errors.Is(err, placement.ErrNoNodes) {
 			return s.unschedulable(ctx, pod, err.Error())
 		}
-		return Outcome{Result: metrics.ResultError}, fmt.Errorf("placing the pod: %w", err)
+		return framework.AsStatus(fmt.Errorf("placing the pod: %w", err)), 0
 	}
 	start = s.Clock.Now()
 	err = s.assume(ctx, c, pod, state, time.Time{})
@@ -244,32 +268,33 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 	if errors.As(err, &unfit) {
 		// The informer showed a pod on the node after the snapshot.
 		log.V(4).Info("Node filled up before Reserve, choosing again", "pod", klog.KObj(pod), "node", c.Node, "reason", unfit.Error())
-		return Outcome{Result: metrics.ResultError, RequeueAfter: 10 * time.Millisecond}, nil
+		return retry(10*time.Millisecond, "the node filled up before Reserve: "+unfit.Error())
 	}
 	if errors.Is(err, cache.ErrBound) {
-		return Outcome{}, nil // a stale read of a pod bound a moment ago
+		// A stale read of a pod bound a moment ago: its update requeues it.
+		return framework.NewStatus(framework.Skip, "the pod is bound"), 0
 	}
 	if err != nil {
-		return Outcome{Result: metrics.ResultError, RequeueAfter: 100 * time.Millisecond}, fmt.Errorf("reserving node %s: %w", c.Node, err)
+		return framework.AsStatus(fmt.Errorf("reserving node %s: %w", c.Node, err)), 0
 	}
 	if !s.Durability.MustRecord(state.Policy) {
 		// Held in memory only: the pod binds at once. Should it wait
 		// later (permit), Permit records it before reporting it waiting.
 		metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
-		return Outcome{}, nil
+		return nil, 0
 	}
 	r := ledger.NewReservation(pod, c.Node, state.PodRequests.ResourceList(), s.Clock.Now(), nil)
 	if err := s.record(ctx, state.Policy.Name, r); err != nil {
 		s.forgetCycle(ctx, pod)
 		s.Cache.Unreserve(pod.UID, false)
 		if errors.Is(err, ledger.ErrLostRace) {
-			return Outcome{Result: metrics.ResultError, RequeueAfter: time.Millisecond}, nil
+			return retry(time.Millisecond, err.Error())
 		}
-		return Outcome{Result: metrics.ResultError}, fmt.Errorf("recording the reservation: %w", err)
+		return framework.AsStatus(fmt.Errorf("recording the reservation: %w", err)), 0
 	}
 	metrics.ExtensionPointDuration.WithLabelValues("Reserve").Observe(s.Clock.Since(start).Seconds())
 	log.V(4).Info("Reserved", "pod", klog.KObj(pod), "node", c.Node)
-	return Outcome{}, nil
+	return nil, 0
 }
 
 // assume takes the reservation of c in the cache (the pod becomes an
@@ -296,12 +321,12 @@ func (s *Scheduler) forgetCycle(ctx context.Context, pod *corev1.Pod) {
 }
 
 // unschedulable reports a pod that fits nowhere: event, PodScheduled=False.
-func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) (Outcome, error) {
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) (*framework.Status, time.Duration) {
 	ctrl.LoggerFrom(ctx).V(2).Info("Unable to schedule pod", "pod", klog.KObj(pod), "reason", msg)
 	if err := s.Conditions().NotScheduled(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
-		return Outcome{Result: metrics.ResultError}, err
+		return framework.AsStatus(err), 0
 	}
-	return Outcome{Result: metrics.ResultUnschedulable, Unschedulable: true}, nil
+	return framework.NewStatus(framework.Unschedulable, msg), 0
 }
 
 // Conditions returns the writer of the pod conditions.

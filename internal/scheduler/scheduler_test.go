@@ -32,6 +32,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/metrics"
 )
 
 // pod requests cpu; bound to node when node != "".
@@ -221,5 +223,35 @@ func TestAsyncBinderBusyNil(t *testing.T) {
 	var a *AsyncBinder
 	if a.Busy("u") {
 		t.Error("a nil binder reports a bind in flight")
+	}
+}
+
+// TestResult: every way a cycle ends counts under kube-scheduler's
+// schedule_attempts result names, and nothing is counted for a cycle that
+// attempted nothing (a bind in flight, a hold) or handed its bind on.
+func TestResult(t *testing.T) {
+	got := map[string]string{}
+	for name, st := range map[string]*framework.Status{
+		"bound":        nil,
+		"permit wait":  framework.NewStatus(framework.Wait, "hold: expression is false"),
+		"fits nowhere": framework.NewStatus(framework.Unschedulable, "0/2 nodes are available"),
+		"unresolvable": framework.NewStatus(framework.UnschedulableAndUnresolvable, "gone"),
+		"lost a race":  framework.NewStatus(framework.Pending, "lost a race"),
+		"api error":    framework.AsStatus(errors.New("boom")),
+		"dispatched":   framework.NewStatus(framework.Skip, "bind dispatched"),
+	} {
+		got[name] = Result(st)
+	}
+	want := map[string]string{
+		"bound":        metrics.ResultScheduled,
+		"permit wait":  metrics.ResultWaiting,
+		"fits nowhere": metrics.ResultUnschedulable,
+		"unresolvable": metrics.ResultUnschedulable,
+		"lost a race":  metrics.ResultError,
+		"api error":    metrics.ResultError,
+		"dispatched":   "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 }
