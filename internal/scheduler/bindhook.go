@@ -35,10 +35,10 @@ type BindHook interface {
 	Call(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, node string) *bindhook.Rejection
 }
 
-// callBindHook runs the BindHook before the gate patch. done=true
+// callBindHook runs the BindHook before the gate patch. A refusal
 // ends the cycle: the reservation is released, the pod gets an event that
-// names the webhook, and the cycle is retried after the webhook's backoff.
-// A non-nil *Status ends the cycle (see Schedule).
+// names the webhook, and the cycle ends with Wait, to be retried after the
+// webhook's backoff.
 func (s *Scheduler) callBindHook(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	if s.BindHook == nil {
 		return nil, 0
