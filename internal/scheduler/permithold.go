@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
@@ -33,11 +34,16 @@ import (
 // (podMaxInUnschedulablePodsDuration).
 const RejectedRetryAfter = 5 * time.Minute
 
+// Bounds of the backoff after permit timeouts with onTimeout: Retry.
+const (
+	permitRetryBase = time.Second
+	permitRetryMax  = 5 * time.Minute
+)
+
 // permitHold keeps a pod whose permit wait timed out from taking a new
 // reservation.
 type permitHold struct {
-	until    time.Time
-	timeouts int
+	until time.Time
 	// rejected marks the hold of onTimeout: Reject. It ends early when
 	// something that may change the answer changed since: the pod's
 	// labels, annotations or spec, the policy's generation, or the cluster
@@ -71,6 +77,7 @@ func (s *Scheduler) holdKey(pod *corev1.Pod, policy *bindgatev1alpha1.BindingPol
 // that may change the answer changes, or RejectedRetryAfter passes.
 func (s *Scheduler) holdAfterReject(pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy) time.Duration {
 	now := s.Clock.Now()
+	s.permitRetries().Forget(pod.UID)
 	s.permitHolds.Store(pod.UID, permitHold{
 		until: now.Add(RejectedRetryAfter), rejected: true, seen: s.holdKey(pod, policy),
 	})
@@ -78,27 +85,39 @@ func (s *Scheduler) holdAfterReject(pod *corev1.Pod, policy *bindgatev1alpha1.Bi
 	return RejectedRetryAfter
 }
 
+// permitRetries counts each pod's permit timeouts in a row (onTimeout:
+// Retry) and says how long it waits: client-go's per-item exponential rate
+// limiter, 1s, 2s, 4s ... at most 5m.
+func (s *Scheduler) permitRetries() workqueue.TypedRateLimiter[types.UID] {
+	s.permitRetriesOnce.Do(func() {
+		s.permitRetryLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](permitRetryBase, permitRetryMax)
+	})
+	return s.permitRetryLimiter
+}
+
 // holdAfterPermitTimeout starts the pod's backoff after a permit timeout
-// with onTimeout: Retry: 1s, 2s, 4s ... at most 5m, growing with each
-// timeout in a row.
+// with onTimeout: Retry, growing with each timeout in a row.
 func (s *Scheduler) holdAfterPermitTimeout(uid types.UID) time.Duration {
 	now := s.Clock.Now()
-	n := 0
-	if v, ok := s.permitHolds.Load(uid); ok {
-		n = v.(permitHold).timeouts
-	}
-	d := min(time.Second<<min(n, 9), 5*time.Minute)
-	s.permitHolds.Store(uid, permitHold{until: now.Add(d), timeouts: n + 1})
+	d := s.permitRetries().When(uid)
+	s.permitHolds.Store(uid, permitHold{until: now.Add(d)})
 	s.pruneHolds(now)
 	return d
 }
 
+// clearPermitHold ends the pod's hold and its run of timeouts (its permit
+// conditions approved).
+func (s *Scheduler) clearPermitHold(uid types.UID) {
+	s.permitHolds.Delete(uid)
+	s.permitRetries().Forget(uid)
+}
+
 // pruneHolds forgets pods whose hold ended long ago (deleted, or bound
-// elsewhere).
+// elsewhere), with their run of timeouts.
 func (s *Scheduler) pruneHolds(now time.Time) {
 	s.permitHolds.Range(func(k, v any) bool {
 		if now.Sub(v.(permitHold).until) > 15*time.Minute {
-			s.permitHolds.Delete(k)
+			s.clearPermitHold(k.(types.UID))
 		}
 		return true
 	})

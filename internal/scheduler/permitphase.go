@@ -105,7 +105,7 @@ func (s *Scheduler) permit(ctx context.Context, state *framework.CycleState, pod
 	}
 	now := s.Clock.Now()
 	if len(pending) == 0 {
-		s.permitHolds.Delete(pod.UID)
+		s.clearPermitHold(pod.UID)
 		s.observePermit(policy, metrics.PermitAllowed, reservedAt)
 		msg := "All permit conditions approved"
 		if len(notes) > 0 {

@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -94,6 +95,10 @@ type Scheduler struct {
 	// the pod takes no new reservation before the hold ends, whatever
 	// events requeue it.
 	permitHolds sync.Map
+	// permitRetryLimiter counts permit timeouts in a row per pod (see
+	// permitRetries).
+	permitRetryLimiter workqueue.TypedRateLimiter[types.UID]
+	permitRetriesOnce  sync.Once
 	// clusterEpoch counts the changes that may let a rejected pod through
 	// (see ClusterChanged).
 	clusterEpoch atomic.Uint64

@@ -92,6 +92,18 @@ func TestPermitHoldBackoff(t *testing.T) {
 	if got := s.holdAfterPermitTimeout(uid); got != time.Second {
 		t.Errorf("hold after a forgotten streak: %v, want 1s", got)
 	}
+
+	// An approval ends the streak: the next timeout starts again at 1s.
+	if got := s.holdAfterPermitTimeout(uid); got != 2*time.Second {
+		t.Errorf("second timeout in a row: %v, want 2s", got)
+	}
+	s.clearPermitHold(uid)
+	if got := s.permitHoldOff(p, pol); got != 0 {
+		t.Errorf("hold after the approval: %v, want 0", got)
+	}
+	if got := s.holdAfterPermitTimeout(uid); got != time.Second {
+		t.Errorf("hold after an approval: %v, want 1s", got)
+	}
 }
 
 // TestPermitHoldReject: a pod rejected by a permit timeout is held for 5
