@@ -124,7 +124,10 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.bound(pod)
 		return ctrl.Result{}, nil
 	case framework.Unschedulable, framework.UnschedulableAndUnresolvable:
-		if pinned && r.Queue.Attempts(pod.UID) >= strandedAttempts {
+		// Stranded only when the pinned node itself refuses the pod: one
+		// that waits for something else (its gang to form again after a
+		// failed bind) may still bind there.
+		if pinned && r.Queue.Attempts(pod.UID) >= strandedAttempts && r.Scheduler.FitsOn(ctx, pod, pol, host).IsRejected() {
 			return ctrl.Result{}, r.recoverStranded(ctx, pod, fmt.Sprintf("it is pinned to node %s, where it no longer fits", host))
 		}
 		r.Queue.MarkUnschedulable(req.NamespacedName)

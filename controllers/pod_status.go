@@ -34,8 +34,9 @@ import (
 	"github.com/bindgate/bindgate/internal/bind"
 )
 
-// strandedAttempts is how many unschedulable cycles in a row a pinned pod
-// may have before it counts as stranded on a node it no longer fits.
+// strandedAttempts is how many failed cycles in a row a pinned pod may have
+// before it counts as stranded, when the node it is pinned to no longer
+// takes it (Scheduler.FitsOn).
 const strandedAttempts = 3
 
 // pinnedByUs returns the node a pod bindgate ungated and pinned is held to

@@ -76,6 +76,18 @@ func HasGate(pod *corev1.Pod) bool {
 	})
 }
 
+// Ours says whether bindgate places pod: it carries bindgate's gate, names
+// bindgate as its scheduler, or bindgate lifted its gate (the pod carries
+// bindgate's sealed policy record) and, unless it is bound already, still
+// has to bind it (a bind that failed after the gate was lifted is retried).
+func Ours(pod *corev1.Pod) bool {
+	if HasGate(pod) || pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
+		return true
+	}
+	_, ungatedByUs := SealedPolicy(pod)
+	return ungatedByUs
+}
+
 // ungatePatch is the JSON merge patch (RFC 7386) Ungate sends, and the
 // change ungateByUpdate applies to the pod it PUTs. It is built
 // from the few fields it changes rather than by diffing two whole pods (which

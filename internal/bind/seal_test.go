@@ -113,3 +113,45 @@ func TestNoKeyTrustsNothing(t *testing.T) {
 		t.Errorf("Seal = %q without a key", s)
 	}
 }
+
+// TestOurs: bindgate places a pod that carries its gate, names it as the
+// scheduler, or carries the policy record bindgate sealed when it lifted
+// the gate (a bind that failed after that is retried); a record a pod's
+// owner wrote alone does not make a pod bindgate's.
+func TestOurs(t *testing.T) {
+	key := []byte("operator-key")
+	UseSealKey(key)
+	t.Cleanup(func() { UseSealKey(nil) })
+	const uid = types.UID("uid-1")
+	cases := map[string]struct {
+		spec        corev1.PodSpec
+		annotations map[string]string
+		want        bool
+	}{
+		"gated": {
+			spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: bindgatev1alpha1.SchedulingGate}}},
+			want: true,
+		},
+		"schedulerName bindgate": {spec: corev1.PodSpec{SchedulerName: bindgatev1alpha1.SchedulerName}, want: true},
+		"ungated by bindgate, not bound yet": {
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: sealWith(key, uid, "team-a")},
+			want:        true,
+		},
+		"another controller's gate only": {
+			spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/other"}}},
+		},
+		"default scheduler":                      {},
+		"policy record written by the pod owner": {annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a"}},
+		"a seal made with another key": {
+			annotations: map[string]string{bindgatev1alpha1.PolicyAnnotation: "team-a", bindgatev1alpha1.SealAnnotation: sealWith([]byte("guess"), uid, "team-a")},
+		},
+	}
+	got, want := map[string]bool{}, map[string]bool{}
+	for name, c := range cases {
+		got[name] = Ours(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Annotations: c.annotations}, Spec: c.spec})
+		want[name] = c.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Ours (-want +got):\n%s", diff)
+	}
+}

@@ -65,10 +65,7 @@ func (h *Handlers) Responsible(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || h.Cache.RecentlyBound(pod.UID) {
 		return false
 	}
-	if bind.HasGate(pod) || pod.Spec.SchedulerName == bindgatev1alpha1.SchedulerName {
-		return true
-	}
-	if _, ungatedByUs := bind.SealedPolicy(pod); ungatedByUs {
+	if bind.Ours(pod) {
 		return true
 	}
 	_, held := h.Cache.Reserved(pod.UID)

@@ -195,14 +195,18 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		if _, _, held := c.Handle.Reserved(m.UID); held || m.Spec.NodeName != "" {
+		// A member bound a moment ago (its reservation released, the
+		// informer not showing the bind yet) is placed too.
+		if _, _, held := c.Handle.Reserved(m.UID); held || m.Spec.NodeName != "" || c.Handle.RecentlyBound(m.UID) {
 			placed = append(placed, m)
 			continue
 		}
-		// Only pods bindgate places (gated, or schedulerName: bindgate)
-		// under the same policy label are placed with the pod.
-		ours := bind.HasGate(m) || m.Spec.SchedulerName == bindgatev1alpha1.SchedulerName
-		if m.UID != pod.UID && (!ours || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
+		// Only pods bindgate places under the same policy label are placed
+		// with the pod: gated, schedulerName: bindgate, or ungated by
+		// bindgate and not bound yet (a member whose bind failed after its
+		// gate was lifted: without it, the members that failed together
+		// waited for each other forever).
+		if m.UID != pod.UID && (!bind.Ours(m) || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
 			continue
 		}
 		pending = append(pending, m)
