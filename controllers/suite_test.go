@@ -161,32 +161,10 @@ func (b *nodeBuilder) taint(k, v string, e corev1.TaintEffect) *nodeBuilder {
 }
 func (b *nodeBuilder) cordoned() *nodeBuilder { b.n.Spec.Unschedulable = true; return b }
 
-// create creates the node, sets its status and removes the not-ready taint
-// the API server adds (no node controller runs here).
+// create creates the node (testenv.CreateNode).
 func (b *nodeBuilder) create(t *testing.T) *corev1.Node {
 	t.Helper()
-	ctx := context.Background()
-	n := b.n.DeepCopy()
-	status := n.Status
-	if err := env.Client.Create(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status = status
-	if err := env.Client.Status().Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	var kept []corev1.Taint
-	for _, tt := range n.Spec.Taints {
-		if tt.Key != corev1.TaintNodeNotReady {
-			kept = append(kept, tt)
-		}
-	}
-	n.Spec.Taints = kept
-	if err := env.Client.Update(ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
-	return n
+	return env.CreateNode(t, b.n.DeepCopy())
 }
 
 // podBuilder builds a gated pod.

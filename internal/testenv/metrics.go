@@ -19,8 +19,11 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -61,4 +64,22 @@ func Metric(page []byte, name string) (float64, bool, error) {
 		return v, true, nil
 	}
 	return 0, false, nil
+}
+
+// Get reads a page (a /metrics or /debug/pprof page) over plain HTTP. An
+// answer other than 200 is an error naming the URL.
+func Get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }

@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +65,7 @@ func (cp *controlPlane) cpu(ctx context.Context, apiMetrics []byte, contender st
 		s["kube-apiserver"] = d
 	}
 	if u := cp.env.ControlPlane.Etcd.URL; u != nil {
-		if raw, err := httpGet(ctx, u.String()+"/metrics"); err == nil {
+		if raw, err := testenv.Get(ctx, u.String()+"/metrics"); err == nil {
 			if d, err := testenv.ProcessCPU(raw); err == nil {
 				s["etcd"] = d
 			}
@@ -78,21 +77,6 @@ func (cp *controlPlane) cpu(ctx context.Context, apiMetrics []byte, contender st
 		}
 	}
 	return s
-}
-
-func httpGet(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(resp.Body)
-	return b.Bytes(), err
 }
 
 // perPod turns two snapshots into CPU milliseconds per bound pod.

@@ -716,7 +716,7 @@ func peakRSS(pid int) float64 {
 // phaseMeans scrapes bindgate's metrics for the mean duration of each
 // extension point and of the bind calls.
 func phaseMeans(ctx context.Context) string {
-	raw, err := httpGet(ctx, "http://127.0.0.1:18080/metrics")
+	raw, err := testenv.Get(ctx, "http://127.0.0.1:18080/metrics")
 	if err != nil {
 		return ""
 	}

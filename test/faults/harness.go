@@ -209,25 +209,12 @@ func freeAddr() (string, error) {
 
 // Metrics reads the operator's /metrics page.
 func (o *Operator) Metrics(ctx context.Context) ([]byte, error) {
-	return get(ctx, "http://"+o.metrics+"/metrics")
+	return testenv.Get(ctx, "http://"+o.metrics+"/metrics")
 }
 
 // Goroutines reads the operator's goroutine profile (stacks with counts).
 func (o *Operator) Goroutines(ctx context.Context) ([]byte, error) {
-	return get(ctx, "http://"+o.pprof+"/debug/pprof/goroutine?debug=1")
-}
-
-func get(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	return io.ReadAll(resp.Body)
+	return testenv.Get(ctx, "http://"+o.pprof+"/debug/pprof/goroutine?debug=1")
 }
 
 // Sample reads the operator's goroutines and RSS.
@@ -350,15 +337,11 @@ func (r *Receiver) Hook(name string, maxAttempts int32) bindgatev1alpha1.PostBin
 	}
 }
 
-// CreateNode creates a Ready node with cpu CPUs and the labels, and
-// removes the not-ready taint the API server adds.
+// CreateNode creates a Ready node with cpu CPUs and the labels.
 func (c *Cluster) CreateNode(ctx context.Context, name string, cpu int, labels map[string]string) error {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}
 	for k, v := range labels {
 		n.Labels[k] = v
-	}
-	if err := c.Env.Client.Create(ctx, n); err != nil {
-		return fmt.Errorf("creating node %s: %w", name, err)
 	}
 	n.Status = corev1.NodeStatus{
 		Allocatable: corev1.ResourceList{
@@ -368,14 +351,7 @@ func (c *Cluster) CreateNode(ctx context.Context, name string, cpu int, labels m
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 	}
 	n.Status.Capacity = n.Status.Allocatable
-	if err := c.Env.Client.Status().Update(ctx, n); err != nil {
-		return fmt.Errorf("node %s status: %w", name, err)
-	}
-	n.Spec.Taints = nil
-	if err := c.Env.Client.Update(ctx, n); err != nil {
-		return fmt.Errorf("node %s taints: %w", name, err)
-	}
-	return nil
+	return c.Env.AddNode(ctx, n)
 }
 
 // Pod is a gated pod of policy requesting cpu milli-CPUs.

@@ -47,26 +47,14 @@ func uniq(p string) string { return fmt.Sprintf("%s-%d", p, seq.Add(1)) }
 
 func node(t *testing.T, name, cpu string, labels map[string]string, taints ...corev1.Taint) {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
-	if err := env.Client.Create(t.Context(), n); err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if err := env.Client.Status().Update(t.Context(), n); err != nil {
-		t.Fatal(err)
-	}
-	var kept []corev1.Taint
-	for _, tt := range n.Spec.Taints {
-		if tt.Key != corev1.TaintNodeNotReady {
-			kept = append(kept, tt)
-		}
-	}
-	n.Spec.Taints = kept
-	if err := env.Client.Update(t.Context(), n); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+	env.CreateNode(t, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	})
 }
 
 func pod(t *testing.T, ns, name, cpu, nodeName string, annotations map[string]string, gated bool) *corev1.Pod {
