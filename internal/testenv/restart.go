@@ -66,15 +66,17 @@ func (e *Env) restartableDir() (string, error) {
 // does) and starts it again on the same port with the same certificates
 // and the same etcd. It returns once the new one is healthy.
 func (e *Env) RestartAPIServer() error {
-	if _, err := e.restartableDir(); err != nil {
+	dir, err := e.restartableDir()
+	if err != nil {
 		return err
 	}
 	api := e.env.ControlPlane.GetAPIServer()
-	// A stop that times out has killed the process (SIGKILL): wait until
-	// its port is free.
+	// A stop that times out has killed the process (SIGKILL) without
+	// waiting for it: wait until its port is free and the process is gone
+	// (a later SignalAPIServer must not find the old one).
 	stopErr := api.Stop()
 	addr := net.JoinHostPort(api.Address, api.Port)
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return true, nil
@@ -84,6 +86,13 @@ func (e *Env) RestartAPIServer() error {
 	})
 	if err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w; it still listens on %s", errors.Join(stopErr, err), addr)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := findProcess("--cert-dir=" + dir)
+		return err != nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w; the process is still there", errors.Join(stopErr, err))
 	}
 	if err := api.Start(); err != nil {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
