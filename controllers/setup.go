@@ -124,6 +124,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	permits.Gangs = sched.Gangs()
 	handlers.MemberGone = sched.Gangs().MemberGone
+	handlers.Forget = sched.Forget
 	if err := setupPodGroups(ctx, mgr, sched.Gangs()); err != nil {
 		return err
 	}

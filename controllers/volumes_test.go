@@ -292,9 +292,20 @@ func TestWaitForFirstConsumerWithoutCondition(t *testing.T) {
 // TestWaitForFirstConsumerAfterRestart: a pod with an unbound WFFC claim
 // whose reservation was recorded before a restart (it waited for another
 // controller's gate) has its claim provisioned for the reserved node before
-// the new leader binds it, as if it had been placed by this process: the
-// reservation is checked again and VolumeBinding's PreBind runs.
+// the new process binds it, as if it had placed the pod itself: the
+// reservation is checked again and VolumeBinding's PreBind runs. With
+// leader election the new leader knows the reservation is its own; without
+// it the reservation may be another replica's, and is still checked and
+// provisioned before the bind.
 func TestWaitForFirstConsumerAfterRestart(t *testing.T) {
+	for name, leaderElection := range map[string]bool{"leader-election": true, "no-leader-election": false} {
+		t.Run(name, func(t *testing.T) {
+			testWaitForFirstConsumerAfterRestart(t, leaderElection)
+		})
+	}
+}
+
+func testWaitForFirstConsumerAfterRestart(t *testing.T, leaderElection bool) {
 	pol := uniq("wffc-restart")
 	pool(t, pol)
 	newNode(uniq(pol+"-node")).label("pool", pol).create(t)
@@ -302,7 +313,7 @@ func TestWaitForFirstConsumerAfterRestart(t *testing.T) {
 	ns := namespace(t, nil)
 	createClaim(t, ns, "data", class, "")
 	newPod(ns, "p").policy(pol).claim("data").gate("example.com/hold").create(t)
-	leader := func(o *controllers.Options) { o.LeaderElection = true }
+	leader := func(o *controllers.Options) { o.LeaderElection = leaderElection }
 	stop := startManager(t, 4, leader)
 	waitReady(t, pol)
 	var reserved string

@@ -55,6 +55,9 @@ type Handlers struct {
 	// MemberGone, when set, is told of a reserved pod deleted before it
 	// bound: a gang that lost a member before it ran lets go of the rest.
 	MemberGone func(ctx context.Context, policy string, pod *corev1.Pod)
+	// Forget, when set, is told of every pod deleted or bound: the
+	// scheduler drops the state it kept in memory for it.
+	Forget func(ctx context.Context, pod *corev1.Pod)
 }
 
 // Responsible says whether pod is one bindgate schedules: unbound and not
@@ -148,6 +151,9 @@ func (h *Handlers) onPod(obj any, deleted bool) {
 	}
 	if held && (deleted || pod.Spec.NodeName != "") {
 		h.Ledger.Release(res.Policy, pod.UID)
+	}
+	if (deleted || pod.Spec.NodeName != "") && h.Forget != nil {
+		h.Forget(context.Background(), pod)
 	}
 	if held && deleted && pod.Spec.NodeName == "" && h.MemberGone != nil {
 		go h.MemberGone(context.Background(), res.Policy, pod)

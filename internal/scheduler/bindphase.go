@@ -96,10 +96,14 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 	s.Placer.Lock()
 	defer s.Placer.Unlock()
 	s.Cache.Unreserve(pod.UID, false)
-	if _, st := s.Placer.Check(ctx, pod, state.Policy, node.Name); !st.IsSuccess() {
+	c, st := s.Placer.Check(ctx, pod, state.Policy, node.Name)
+	if !st.IsSuccess() {
 		return st
 	}
-	if err := s.Cache.Reserve(pod, state.PodRequests, res.Node, state.Policy, res.ReservedAt); err != nil {
+	// Held again as it was, now with the plugins' state of this check: the
+	// Reserve plugins run and PreBind will (VolumeBinding provisions the
+	// pod's WaitForFirstConsumer claims for the node before the bind).
+	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
 		return framework.AsStatus(fmt.Errorf("holding the recorded reservation again: %w", err))
 	}
 	return nil
@@ -113,6 +117,8 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	if st, after := s.callBindHook(ctx, state, pod, node); st != nil {
 		return st, after
 	}
+	s.binding.Store(pod.UID, struct{}{})
+	defer s.binding.Delete(pod.UID)
 	if v, ok := s.cycles.Load(pod.UID); ok {
 		// VolumeBinding binds or provisions the pod's claims for the node.
 		if st := s.Placer.PreBind(ctx, v.(*placement.Cycle), pod); !st.IsSuccess() {

@@ -48,6 +48,22 @@ func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.
 	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventReservationReleased, "Reserve", msg)
 }
 
+// Forget drops what the scheduler keeps in memory for a pod that was deleted
+// or bound (by another replica, or by anyone but this process's bind in
+// flight): its cycle's plugin state (the Unreserve plugins run, as
+// kube-scheduler runs them for a deleted pod waiting in Permit), the permit
+// deadline it announced and its hold after a permit timeout. Without it, a
+// pod deleted while it waited left them behind for good. The reservation
+// itself is the cache's and the ledger's to release.
+func (s *Scheduler) Forget(ctx context.Context, pod *corev1.Pod) {
+	if _, binding := s.binding.Load(pod.UID); binding {
+		return // the bind in flight cleans up after itself
+	}
+	s.forgetCycle(ctx, pod)
+	s.waits.Delete(pod.UID)
+	s.permitHolds.Delete(pod.UID)
+}
+
 // ReleaseIfPolicyGone releases the pod's reservation when the policy that
 // holds it no longer exists, is not Ready or was switched to DryRun (its
 // pods cannot go on under it), with a ReservationReleased event; next says what happens to the pod

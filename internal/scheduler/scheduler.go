@@ -106,6 +106,9 @@ type Scheduler struct {
 	// cycles maps a pod UID to the placement.Cycle of its reservation: the
 	// plugins' state that Reserve, Unreserve and PreBind need again.
 	cycles sync.Map
+	// binding holds the UIDs of the pods whose bind (PreBind onwards) runs
+	// now: Forget leaves their cycle to the bind.
+	binding sync.Map
 	// waits maps the UID of a pod waiting in Permit to the deadline its
 	// PermitWaiting event announced: a new deadline (a new reservation) is
 	// a new wait.

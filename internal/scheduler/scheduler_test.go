@@ -267,3 +267,27 @@ func TestResult(t *testing.T) {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 }
+
+// TestForget: a pod deleted or bound elsewhere leaves nothing behind in the
+// scheduler's memory (its hold, its announced permit deadline), unless this
+// process is binding it right now (the bind cleans up itself).
+func TestForget(t *testing.T) {
+	for name, binding := range map[string]bool{"gone": false, "bind in flight": true} {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			s := &Scheduler{Clock: clk}
+			p, pol := pod("f", "1", ""), policy()
+			s.holdAfterPermitTimeout(p.UID)
+			s.waits.Store(p.UID, clk.Now())
+			if binding {
+				s.binding.Store(p.UID, struct{}{})
+			}
+			s.Forget(t.Context(), p)
+			_, waitKept := s.waits.Load(p.UID)
+			holdKept := s.permitHoldOff(p, pol) > 0
+			if waitKept != binding || holdKept != binding {
+				t.Errorf("after Forget: wait kept %t, hold kept %t; want both %t", waitKept, holdKept, binding)
+			}
+		})
+	}
+}
