@@ -61,7 +61,7 @@ func (s *Scheduler) Forget(ctx context.Context, pod *corev1.Pod) {
 	}
 	s.forgetCycle(ctx, pod)
 	s.waits.Delete(pod.UID)
-	s.permitHolds.Delete(pod.UID)
+	s.clearPermitHold(pod.UID)
 }
 
 // ReleaseIfPolicyGone releases the pod's reservation when the policy that
