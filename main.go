@@ -22,6 +22,7 @@ package main
 import (
 	"flag"
 	"os"
+	"runtime/debug"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -42,6 +43,15 @@ import (
 
 var scheme = runtime.NewScheme()
 
+// gcPercent is the Go GC target bindgate runs with when GOGC is not set.
+// It holds what kube-scheduler holds (every pod and node, the scheduler
+// cache and snapshot) and some 10 MiB more (policies, CEL, webhooks,
+// ledger); at Go's default of 100 its peak RSS was 5-15% above
+// kube-scheduler's on the same workload, at 60 it is below, for some 15%
+// more of its own CPU per pod (docs/benchmarks.md). GOGC, and GOMEMLIMIT
+// (the chart sets it from the container's memory limit), override it.
+const gcPercent = 60
+
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(bindgatev1alpha1.AddToScheme(scheme))
@@ -51,6 +61,9 @@ func main() {
 	if cmd.Handles(os.Args) {
 		// Client subcommands (bindgate explain, kubectl bindgate ...).
 		cmd.Main()
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
 	}
 	var opts options.Options
 	opts.AddFlags(flag.CommandLine)

@@ -118,6 +118,22 @@ func TestHelmTemplate(t *testing.T) {
 			t.Errorf("topologySpreadConstraints %+v, want the replicas spread over nodes", tsc)
 		}
 	})
+	t.Run("GOMEMLIMIT follows the memory limit", func(t *testing.T) {
+		memLimit := func(objs []object) *corev1.EnvVar {
+			for _, e := range one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" {
+					return &e
+				}
+			}
+			return nil
+		}
+		if e := memLimit(objs); e == nil || e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil || e.ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+			t.Errorf("GOMEMLIMIT %+v, want it from resourceFieldRef limits.memory", e)
+		}
+		if e := memLimit(render(t, "resources.limits.memory=null")); e != nil {
+			t.Errorf("GOMEMLIMIT %+v without a memory limit, want none", e)
+		}
+	})
 	t.Run("rbac has no wildcards", func(t *testing.T) { checkNoWildcards(t, objs) })
 	t.Run("manager rules are the generated ones", func(t *testing.T) {
 		want := generatedRules(t)
