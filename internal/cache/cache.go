@@ -94,7 +94,16 @@ type Cache struct {
 	nodes  map[string]*nodeTotals
 	pods   map[types.UID]*entry
 	policy map[string]*framework.Resource // held per policy: reserved + bound by it
+	// deleted maps the UID of a pod the informer showed deleted to when:
+	// a cycle that read the pod before cannot reserve it any more, nor a
+	// policy event that still carries its record count it (see
+	// deletedMemory).
+	deleted map[types.UID]time.Time
 }
+
+// deletedMemory is how long a deleted pod's UID is remembered: far longer
+// than a binding cycle or a policy event can lag behind the deletion.
+const deletedMemory = 10 * time.Minute
 
 // New makes an empty cache. ctx bounds the scheduler cache's background
 // metrics goroutine.
@@ -106,12 +115,13 @@ func New(ctx context.Context, clk clock.PassiveClock) *Cache {
 	// (Register is idempotent).
 	schedmetrics.Register()
 	return &Cache{
-		clock:  clk,
-		logger: klog.FromContext(ctx).WithName("cache"),
-		sched:  kcache.New(ctx, nil, false, false),
-		nodes:  map[string]*nodeTotals{},
-		pods:   map[types.UID]*entry{},
-		policy: map[string]*framework.Resource{},
+		clock:   clk,
+		logger:  klog.FromContext(ctx).WithName("cache"),
+		sched:   kcache.New(ctx, nil, false, false),
+		nodes:   map[string]*nodeTotals{},
+		pods:    map[types.UID]*entry{},
+		deleted: map[types.UID]time.Time{},
+		policy:  map[string]*framework.Resource{},
 	}
 }
 

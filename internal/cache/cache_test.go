@@ -312,3 +312,75 @@ func TestRecordedReservationUsesThePod(t *testing.T) {
 		t.Errorf("requested %dm, want 3000m", got)
 	}
 }
+
+// TestDeletedPodHoldsNothing: once the informer showed a pod deleted, a
+// cycle that read it before cannot reserve for it, and a policy event that
+// still carries its record neither counts it nor is taken for a live
+// reservation (void: the caller releases the record); the UID is forgotten
+// after deletedMemory.
+func TestDeletedPodHoldsNothing(t *testing.T) {
+	type result struct {
+		ReserveErr string
+		Void       bool
+		CPU        int64
+	}
+	record := &bindgatev1alpha1.Reservation{PodNamespace: "ns", PodName: "a", PodUID: "uid-a", Node: "n1",
+		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	cases := map[string]struct {
+		steps func(c *Cache, clk *clocktesting.FakeClock) result
+		want  result
+	}{
+		"reserved after it was deleted": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) result {
+				c.DeletePod("uid-a")
+				p := testPod("a", "1")
+				err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{})
+				return result{ReserveErr: fmt.Sprint(errors.Is(err, ErrDeleted))}
+			},
+			want: result{ReserveErr: "true"},
+		},
+		"reserved, then deleted: released": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) result {
+				p := testPod("a", "1")
+				err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{})
+				c.DeletePod("uid-a")
+				return result{ReserveErr: fmt.Sprint(err)}
+			},
+			want: result{ReserveErr: "<nil>"},
+		},
+		"its record seen after it was deleted": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) result {
+				c.DeletePod("uid-a")
+				return result{Void: c.AddRecorded("p", record, nil)}
+			},
+			want: result{Void: true},
+		},
+		"a record of a live pod is counted": {
+			steps: func(c *Cache, _ *clocktesting.FakeClock) result {
+				return result{Void: c.AddRecorded("p", record, nil)}
+			},
+			want: result{CPU: 1000},
+		},
+		"forgotten after deletedMemory": {
+			steps: func(c *Cache, clk *clocktesting.FakeClock) result {
+				c.DeletePod("uid-a")
+				clk.Step(deletedMemory + time.Second)
+				c.ExpireReleased()
+				return result{Void: c.AddRecorded("p", record, nil)}
+			},
+			want: result{CPU: 1000},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			c := New(context.Background(), clk)
+			c.UpsertNode(testNode("n1", "4"))
+			got := tc.steps(c, clk)
+			got.CPU = requestedCPU(c, "n1")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

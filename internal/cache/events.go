@@ -124,13 +124,15 @@ func podEntry(pod *corev1.Pod) *entry {
 	}
 }
 
-// DeletePod forgets a pod and any reservation it held.
+// DeletePod forgets a pod and any reservation it held, and remembers that
+// it was deleted (Reserve and AddRecorded refuse it from now on).
 func (c *Cache) DeletePod(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[uid]; ok {
 		c.drop(uid, e)
 	}
+	c.deleted[uid] = c.clock.Now()
 }
 
 // CountBound counts a pod that a live read from the API server shows bound

@@ -42,6 +42,10 @@ const releasedGrace = 30 * time.Second
 // and the informer has not caught up yet).
 var ErrBound = errors.New("the pod is already bound")
 
+// ErrDeleted means the informer showed the pod deleted: a cycle that read it
+// before must not reserve capacity for it (nothing would release it).
+var ErrDeleted = errors.New("the pod was deleted")
+
 // UnfitError says why a reservation could not be taken.
 type UnfitError struct{ Reasons []string }
 
@@ -53,6 +57,9 @@ func (e *UnfitError) Error() string { return strings.Join(e.Reasons, ", ") }
 func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, policy *bindgatev1alpha1.BindingPolicy, reservedAt time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, gone := c.deleted[pod.UID]; gone {
+		return fmt.Errorf("pod %s: %w", klog.KObj(pod), ErrDeleted)
+	}
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
 		if !e.reserved {
 			return fmt.Errorf("pod %s was bound to node %s: %w", klog.KObj(pod), e.node, ErrBound)
@@ -171,12 +178,17 @@ func placeholder(r *bindgatev1alpha1.Reservation) *corev1.Pod {
 // this process before a restart, or by another replica). It is a no-op when the pod is already counted.
 // lookup returns the reserved pod as the informer shows it (nil when
 // unknown: its recorded requests stand in for it); it is called only for a
-// reservation not counted yet.
-func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, lookup func(*bindgatev1alpha1.Reservation) *corev1.Pod) {
+// reservation not counted yet. The record of a pod the informer showed
+// deleted is void: it is not counted, and void says so (the caller
+// releases it).
+func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, lookup func(*bindgatev1alpha1.Reservation) *corev1.Pod) (void bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, gone := c.deleted[r.PodUID]; gone {
+		return true
+	}
 	if e, ok := c.pods[r.PodUID]; ok && e.counted() {
-		return
+		return false
 	}
 	var pod *corev1.Pod
 	if lookup != nil {
@@ -191,7 +203,7 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 	assumed.Spec.NodeName = r.Node
 	if err := c.sched.AssumePod(c.logger, assumed); err != nil {
 		c.logger.Error(err, "Assuming a recorded reservation", "pod", klog.KObj(assumed))
-		return
+		return false
 	}
 	e := &entry{
 		pod: assumed, node: r.Node, policy: policy, req: framework.NewResource(r.Resources),
@@ -199,6 +211,7 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 	}
 	c.pods[r.PodUID] = e
 	c.account(e, 1)
+	return false
 }
 
 // Unreserve releases a pod's reservation. It is idempotent. When bound is
@@ -221,7 +234,8 @@ func (c *Cache) Unreserve(uid types.UID, bound bool) {
 }
 
 // ExpireReleased drops released reservations whose bind the informer never
-// confirmed within the grace period.
+// confirmed within the grace period, and forgets the UIDs of pods deleted
+// longer than deletedMemory ago.
 func (c *Cache) ExpireReleased() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -229,6 +243,11 @@ func (c *Cache) ExpireReleased() {
 	for uid, e := range c.pods {
 		if !e.releasedAt.IsZero() && !e.bound && !e.reserved && now.Sub(e.releasedAt) > releasedGrace {
 			c.drop(uid, e)
+		}
+	}
+	for uid, at := range c.deleted {
+		if now.Sub(at) > deletedMemory {
+			delete(c.deleted, uid)
 		}
 	}
 }

@@ -189,15 +189,20 @@ func (h *Handlers) onNode(oldObj, newObj any, deleted bool) {
 	h.Queue.MoveAllToActive()
 }
 
-// onPolicy counts reservations recorded by others and, when the spec or
-// the conditions changed, wakes unschedulable pods.
+// onPolicy counts reservations recorded by others (and releases the
+// records of pods deleted since) and, when the spec or the conditions
+// changed, wakes unschedulable pods.
 func (h *Handlers) onPolicy(oldObj, newObj any) {
 	p, ok := newObj.(*bindgatev1alpha1.BindingPolicy)
 	if !ok {
 		return
 	}
 	for i := range p.Status.Reservations {
-		h.Cache.AddRecorded(p.Name, &p.Status.Reservations[i], h.ReservedPod)
+		if void := h.Cache.AddRecorded(p.Name, &p.Status.Reservations[i], h.ReservedPod); void {
+			// The record of a pod deleted since: whoever wrote it, it
+			// holds nothing any more.
+			h.Ledger.Release(p.Name, p.Status.Reservations[i].PodUID)
+		}
 	}
 	if old, ok := oldObj.(*bindgatev1alpha1.BindingPolicy); !ok || old.Generation != p.Generation || !apiequality.Semantic.DeepEqual(old.Status.Conditions, p.Status.Conditions) {
 		h.Queue.MoveAllToActive()

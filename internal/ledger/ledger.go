@@ -62,7 +62,21 @@ type Validator func(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy,
 type op struct {
 	add    *bindgatev1alpha1.Reservation
 	remove types.UID
-	done   chan error // nil for fire-and-forget
+	// only, on a removal, limits it to this very record (see ReleaseRecord).
+	only *bindgatev1alpha1.Reservation
+	done chan error // nil for fire-and-forget
+}
+
+// removes says whether o, a removal, takes out the entry r.
+func (o op) removes(r bindgatev1alpha1.Reservation) bool {
+	return o.add == nil && o.remove == r.PodUID && (o.only == nil || sameRecord(r, *o.only))
+}
+
+// sameRecord says whether a and b are the same record of a pod: on the same
+// node, taken at the same time (to the second the status keeps).
+func sameRecord(a, b bindgatev1alpha1.Reservation) bool {
+	return a.PodUID == b.PodUID && a.Node == b.Node &&
+		a.ReservedAt.Truncate(time.Second).Equal(b.ReservedAt.Truncate(time.Second))
 }
 
 type policyQueue struct {
@@ -127,6 +141,15 @@ func (l *Ledger) Record(ctx context.Context, policy string, r *bindgatev1alpha1.
 // group commit. It is idempotent.
 func (l *Ledger) Release(policy string, uid types.UID) {
 	l.enqueue(policy, op{remove: uid})
+}
+
+// ReleaseRecord removes r from the policy's status in a later group commit,
+// if the status holds that very record (not a later one of the same pod, nor
+// another replica's): it undoes a Record that failed, which the API server
+// may still have applied (a write answered 504 or cut off after it reached
+// the server). Like Release, it is written again until it lands.
+func (l *Ledger) ReleaseRecord(policy string, r *bindgatev1alpha1.Reservation) {
+	l.enqueue(policy, op{remove: r.PodUID, only: r})
 }
 
 // ReleaseAndWait removes a reservation and waits until the removal is durable.
@@ -303,7 +326,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		if o.add != nil || (results != nil && results[i] != nil) {
 			continue
 		}
-		if _, ok := byUID[o.remove]; ok {
+		if cur, ok := byUID[o.remove]; ok && o.removes(cur) {
 			changed = true
 			delete(byUID, o.remove)
 		}
@@ -311,18 +334,26 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 	// An addition that a later removal of the same pod in this batch
 	// undoes is not applied: the pod was released (deleted, bound) after
 	// it was recorded, and removals going first must not resurrect it.
-	removedAt := map[types.UID]int{}
+	removals := map[types.UID][]int{}
 	for i, o := range ops {
 		if o.add == nil && (results == nil || results[i] == nil) {
-			removedAt[o.remove] = i
+			removals[o.remove] = append(removals[o.remove], i)
 		}
+	}
+	undone := func(i int, add *bindgatev1alpha1.Reservation) bool {
+		for _, j := range removals[add.PodUID] {
+			if j > i && ops[j].removes(*add) {
+				return true
+			}
+		}
+		return false
 	}
 	full := 0
 	for i, o := range ops {
 		if o.add == nil || (results != nil && results[i] != nil) {
 			continue
 		}
-		if j, ok := removedAt[o.add.PodUID]; ok && j > i {
+		if undone(i, o.add) {
 			continue
 		}
 		old, ok := byUID[o.add.PodUID]

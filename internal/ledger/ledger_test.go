@@ -19,6 +19,7 @@ package ledger
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -96,6 +97,32 @@ func TestApply(t *testing.T) {
 			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
 			ops:   []op{{remove: "uid-a"}},
 			want:  summary{},
+		},
+		"a record's release removes that record (a failed Record the server applied)": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n1", "1", false)},
+			ops:   []op{{remove: "uid-a", only: res("a", "n1", "1", false)}},
+			want:  summary{},
+		},
+		"a record's release leaves another record of the pod (another node)": {
+			start: []*bindgatev1alpha1.Reservation{res("a", "n2", "1", false)},
+			ops:   []op{{remove: "uid-a", only: res("a", "n1", "1", false)}},
+			want:  summary{Pods: []string{"a@n2"}, Reserved: 1, CPU: "1"},
+		},
+		"a record's release leaves a record of the pod taken at another time": {
+			start: []*bindgatev1alpha1.Reservation{func() *bindgatev1alpha1.Reservation {
+				r := res("a", "n1", "1", false)
+				r.ReservedAt = metav1.NewTime(r.ReservedAt.Add(-time.Minute))
+				return r
+			}()},
+			ops:  []op{{remove: "uid-a", only: res("a", "n1", "1", false)}},
+			want: summary{Pods: []string{"a@n1"}, Reserved: 1, CPU: "1"},
+		},
+		"a record's release undoes that record added earlier in the batch, not a later one": {
+			ops: []op{
+				{add: res("a", "n1", "1", false)}, {remove: "uid-a", only: res("a", "n1", "1", false)},
+				{add: res("b", "n1", "1", false)}, {remove: "uid-b", only: res("b", "n2", "1", false)},
+			},
+			want: summary{Pods: []string{"b@n1"}, Reserved: 1, CPU: "1"},
 		},
 		"ops that failed validation are skipped": {
 			ops:     []op{{add: res("a", "n1", "1", false)}, {add: res("b", "n1", "1", false)}},

@@ -282,6 +282,10 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 		// A stale read of a pod bound a moment ago: its update requeues it.
 		return framework.NewStatus(framework.Skip, "the pod is bound"), 0
 	}
+	if errors.Is(err, cache.ErrDeleted) {
+		// Deleted while this cycle ran: held now, nothing would release it.
+		return framework.NewStatus(framework.Skip, "the pod was deleted"), 0
+	}
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("reserving node %s: %w", c.Node, err)), 0
 	}
@@ -295,6 +299,11 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 	if err := s.record(ctx, state.Policy.Name, r); err != nil {
 		s.forgetCycle(ctx, pod)
 		s.Cache.Unreserve(pod.UID, false)
+		// The write may have been applied all the same (answered 504, or
+		// cut off after it reached the API server): the record must not
+		// outlive the hold, even if the pod is deleted before its next
+		// cycle records it again.
+		s.Ledger.ReleaseRecord(state.Policy.Name, r)
 		if errors.Is(err, ledger.ErrLostRace) {
 			return retry(time.Millisecond, err.Error())
 		}

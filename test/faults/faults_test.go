@@ -57,7 +57,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	cluster, err = faults.NewCluster(ctx, dir, proxy.Config{Seed: 1, WatchCutMin: time.Second, WatchCutMax: 4 * time.Second})
+	// A 504 after apply comes 200ms after the write, as after a timeout:
+	// the operator's watches have usually shown the write by then.
+	cluster, err = faults.NewCluster(ctx, dir, proxy.Config{Seed: 1, WatchCutMin: time.Second, WatchCutMax: 4 * time.Second,
+		TimeoutAfterApplyDelay: 200 * time.Millisecond})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -446,6 +449,21 @@ func TestWriteErrors(t *testing.T) {
 func TestTimeoutAfterApplyOnBindAndGateLift(t *testing.T) {
 	runScenario(t, scenario{pods: 60, rules: []proxy.Rule{
 		{Kind: proxy.TimeoutAfterApply, Rate: 0.3, Match: bindAndGateLift},
+	}})
+}
+
+// policyStatus matches the writes of the policies' status (the ledger's
+// reservation records and releases).
+func policyStatus(r proxy.Request) bool {
+	return r.Resource == "bindingpolicies" && r.Subresource == "status"
+}
+
+// TestTimeoutAfterApplyOnReservationRecords: pods wait in Permit, so every
+// reservation is recorded before it waits; 30% of the policy's status
+// writes are applied, then answered 504.
+func TestTimeoutAfterApplyOnReservationRecords(t *testing.T) {
+	runScenario(t, scenario{pods: 60, permit: true, rules: []proxy.Rule{
+		{Kind: proxy.TimeoutAfterApply, Rate: 0.3, Match: policyStatus},
 	}})
 }
 

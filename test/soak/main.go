@@ -132,7 +132,8 @@ func run(ctx context.Context, o options) (int, error) {
 	defer func() { _ = os.RemoveAll(dir) }()
 	fmt.Printf("soak: seed %d, %v of pods at %.1f/s on %d nodes, fault rate %.3f; building the operator and starting a control plane...\n",
 		o.seed, o.duration, o.rate, o.nodes, o.faultRate)
-	c, err := faults.NewCluster(ctx, dir, proxy.Config{Seed: o.seed, WatchCutMin: 20 * time.Second, WatchCutMax: 90 * time.Second})
+	c, err := faults.NewCluster(ctx, dir, proxy.Config{Seed: o.seed, WatchCutMin: 20 * time.Second, WatchCutMax: 90 * time.Second,
+		TimeoutAfterApplyDelay: 200 * time.Millisecond})
 	if err != nil {
 		return 1, err
 	}
@@ -179,14 +180,17 @@ func run(ctx context.Context, o options) (int, error) {
 	s.watchBinds(ctx, ns)
 
 	writes := func(r proxy.Request) bool { return r.Write() }
-	bindAndGateLift := func(r proxy.Request) bool {
-		return r.Resource == "pods" && (r.Subresource == "binding" || (r.Subresource == "" && (r.Verb == "update" || r.Verb == "patch")))
+	// The bind, the writes that lift the gate, and the policies' status
+	// (the ledger's records and releases).
+	appliedThenTimeout := func(r proxy.Request) bool {
+		return r.Resource == "pods" && (r.Subresource == "binding" || (r.Subresource == "" && (r.Verb == "update" || r.Verb == "patch"))) ||
+			r.Resource == "bindingpolicies" && r.Subresource == "status"
 	}
 	if err := c.Proxy.SetRules([]proxy.Rule{
 		{Kind: proxy.ServerError, Rate: o.faultRate, Match: writes},
 		{Kind: proxy.Conflict, Rate: o.faultRate / 2},
 		{Kind: proxy.Throttle, Rate: o.faultRate},
-		{Kind: proxy.TimeoutAfterApply, Rate: o.faultRate, Match: bindAndGateLift},
+		{Kind: proxy.TimeoutAfterApply, Rate: o.faultRate, Match: appliedThenTimeout},
 		{Kind: proxy.Latency, Rate: o.faultRate * 5},
 		{Kind: proxy.WatchCut, Rate: min(1, o.faultRate*50)},
 		{Kind: proxy.Reset, Rate: o.faultRate / 10},

@@ -63,6 +63,11 @@ type Config struct {
 	WatchCutMin, WatchCutMax time.Duration
 	// RetryAfterSeconds is the Retry-After of a 429 (default 1).
 	RetryAfterSeconds int
+	// TimeoutAfterApplyDelay is how long after the API server applied a
+	// write TimeoutAfterApply answers 504 (default 0: at once). A real 504
+	// comes after a timeout, when the client's watches have usually shown
+	// the write already.
+	TimeoutAfterApplyDelay time.Duration
 }
 
 // Proxy is a running fault-injecting proxy.
@@ -255,6 +260,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec := &discard{header: http.Header{}}
 		p.rp.ServeHTTP(rec, r)
 		if rec.code >= 200 && rec.code < 300 {
+			if d := p.cfg.TimeoutAfterApplyDelay; d > 0 {
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done():
+				case <-p.done:
+				}
+			}
 			p.counts[TimeoutAfterApply].Add(1)
 			writeStatus(w, http.StatusGatewayTimeout, metav1.StatusReasonTimeout,
 				"faults: injected timeout after the request was applied: the server was unable to return a response in the time allotted, but may still be processing the request", 0)

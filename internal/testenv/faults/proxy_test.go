@@ -179,6 +179,48 @@ func TestTimeoutAfterApply(t *testing.T) {
 	}
 }
 
+// TestTimeoutAfterApplyDelay: with a delay, the 504 comes that long after
+// the write was applied, and a watch has shown the write before it, as
+// after a real timeout.
+func TestTimeoutAfterApplyDelay(t *testing.T) {
+	const delay = 500 * time.Millisecond
+	p, err := faults.Start(env.Config, faults.Config{Seed: 1, TimeoutAfterApplyDelay: delay,
+		Rules: []faults.Rule{{Kind: faults.TimeoutAfterApply, Rate: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	cs, err := kubernetes.NewForConfig(p.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := uniq("applied-late")
+	w, err := env.Clientset.CoreV1().ConfigMaps(metav1.NamespaceDefault).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var seen atomic.Bool
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				seen.Store(true)
+			}
+		}
+	}()
+	start := time.Now()
+	_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(t.Context(), configMap(name), metav1.CreateOptions{})
+	if !apierrors.IsTimeout(err) {
+		t.Fatalf("create: %v, want a timeout", err)
+	}
+	if took := time.Since(start); took < delay {
+		t.Errorf("504 after %v, want at least %v", took, delay)
+	}
+	if !seen.Load() {
+		t.Errorf("the watch had not shown the write when the 504 came")
+	}
+}
+
 func TestLatency(t *testing.T) {
 	p, cs := start(t, faults.Rule{Kind: faults.Latency, Rate: 1})
 	for range 5 {
