@@ -624,7 +624,9 @@ func TestPolicyEditedWhilePodsReserved(t *testing.T) {
 		disrupt: func(ctx context.Context, r *run) {
 			waitReserved(ctx, r, 20)
 			newPool := r.policy + "-moved"
-			for i := range 4 {
+			// As many nodes as the first pool: room for every pod (with
+			// BINDGATE_FAULTS=full too; four nodes held half of its 160).
+			for i := range len(r.nodes) {
 				name := fmt.Sprintf("%s-moved%d", r.policy, i)
 				if err := cluster.CreateNode(ctx, name, 4, map[string]string{"pool": newPool}); err != nil {
 					r.t.Error(err)
