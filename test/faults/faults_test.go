@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,8 +272,18 @@ func runScenario(t *testing.T, sc scenario) {
 		return env.Client.Get(ctx, client.ObjectKey{Name: r.policy}, p) == nil &&
 			meta.IsStatusConditionTrue(p.Status.Conditions, bindgatev1alpha1.ConditionReady)
 	})
-	baseline := sampleIdle(ctx, t, r.live()[0])
-	baseProfile, _ := r.live()[0].Goroutines(ctx)
+	// The process measured: under leader election the leader, whose
+	// controllers run (a standby's baseline, compared with the same process
+	// once it took over, counted its controllers' goroutines as a leak).
+	measured := func() *faults.Operator {
+		if slices.Contains(sc.args, "--leader-elect=true") {
+			return leader(ctx, t, r)
+		}
+		return r.live()[0]
+	}
+	baseOp := measured()
+	baseline := sampleIdle(ctx, t, baseOp)
+	baseProfile, _ := baseOp.Goroutines(ctx)
 
 	// RSS is sampled through the run.
 	var peak int64
@@ -330,7 +341,8 @@ func runScenario(t *testing.T, sc scenario) {
 	<-sampled
 	_ = cluster.Proxy.SetRules(nil)
 	after := cluster.Proxy.Counts()
-	end := sampleIdle(ctx, t, r.live()[0])
+	endOp := measured()
+	end := sampleIdle(ctx, t, endOp)
 	// The idle baseline has not started the pools that start on demand
 	// and stay bounded (up to 16 pod workers, 4 PostBind workers per hook,
 	// event broadcasters, connections to the receiver): about 100 more
@@ -338,7 +350,7 @@ func runScenario(t *testing.T, sc scenario) {
 	// with the run (the soak run, with thousands of pods, shows it).
 	checker.CheckProcess(baseline, end, peak, 150, 512<<20)
 	if end.Goroutines > baseline.Goroutines+20 {
-		endProfile, _ := r.live()[0].Goroutines(ctx)
+		endProfile, _ := endOp.Goroutines(ctx)
 		t.Logf("goroutines that grew:\n  %s", strings.Join(faults.GrownStacks(baseProfile, endProfile, 8), "\n  "))
 	}
 
