@@ -111,7 +111,45 @@ func (e *Env) SignalAPIServer(sig syscall.Signal) error {
 	if err != nil {
 		return err
 	}
-	return syscall.Kill(pid, sig)
+	if err := syscall.Kill(pid, sig); err != nil {
+		return err
+	}
+	if sig != syscall.SIGSTOP {
+		return nil
+	}
+	// A stop takes effect on each of the process's threads as it next
+	// enters the kernel; until all have, a request may still be answered.
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return processStopped(pid)
+	})
+	if err != nil {
+		return fmt.Errorf("kube-apiserver (pid %d) did not stop: %w", pid, err)
+	}
+	return nil
+}
+
+// processStopped says whether every thread of process pid is stopped (state
+// T in /proc/PID/task/TID/stat).
+func processStopped(pid int) (bool, error) {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return false, fmt.Errorf("listing the threads of %d: %w", pid, err)
+	}
+	for _, t := range tasks {
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", t.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		// pid (comm) state ...: comm may hold spaces, the state follows the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return false, fmt.Errorf("reading the state of thread %s: %q", t.Name(), stat)
+		}
+		if st := stat[i+2]; st != 'T' && st != 't' {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // findProcess returns the process whose command line has arg.
