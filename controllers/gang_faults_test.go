@@ -117,19 +117,7 @@ func TestGangMembersUngatedUnboundBind(t *testing.T) {
 	pool(t, pol, withGang(3))
 	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t)
 	ns := namespace(t, nil)
-	bound := newPod(ns, "m0").policy(pol).label(bindgatev1alpha1.GroupLabel, "g").req(corev1.ResourceCPU, "1").p
-	bound.Spec.SchedulingGates = nil
-	bound.Spec.NodeName = node.Name
-	if err := env.Client.Create(ctx, bound); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"m1", "m2"} {
-		p := strandPod(t, ns, name, pol, node.Name, true)
-		p.Labels[bindgatev1alpha1.GroupLabel] = "g"
-		if err := env.Client.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gangAfterFailedBinds(t, ns, pol, node.Name, "m1", "m2")
 	startManager(t, 4)
 	eventually(t, 30*time.Second, "both ungated members bound", func() (bool, error) {
 		for _, name := range []string{"m1", "m2"} {
@@ -164,17 +152,7 @@ func TestGangMemberWaitingForItsGangNotStranded(t *testing.T) {
 	pool(t, pol, withGang(3))
 	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t)
 	ns := namespace(t, nil)
-	bound := newPod(ns, "m0").policy(pol).label(bindgatev1alpha1.GroupLabel, "g").req(corev1.ResourceCPU, "1").p
-	bound.Spec.SchedulingGates = nil
-	bound.Spec.NodeName = node.Name
-	if err := env.Client.Create(ctx, bound); err != nil {
-		t.Fatal(err)
-	}
-	m1 := strandPod(t, ns, "m1", pol, node.Name, true)
-	m1.Labels[bindgatev1alpha1.GroupLabel] = "g"
-	if err := env.Client.Update(ctx, m1); err != nil {
-		t.Fatal(err)
-	}
+	gangAfterFailedBinds(t, ns, pol, node.Name, "m1")
 	startManager(t, 4)
 	eventually(t, 20*time.Second, "m1 says it waits for its gang", func() (bool, error) {
 		return strings.Contains(permittedMessage(t, ns, "m1"), "gang g: 2/3 members exist"), nil
@@ -183,7 +161,7 @@ func TestGangMemberWaitingForItsGangNotStranded(t *testing.T) {
 	// then the gang's 3s recheck).
 	consistently(t, 12*time.Second, "m1 neither deleted nor Stranded", func() bool {
 		p := &corev1.Pod{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m1), p); err != nil || p.DeletionTimestamp != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m1"}, p); err != nil || p.DeletionTimestamp != nil {
 			return false
 		}
 		return !hasEvent(t, ns, "m1", bindgatev1alpha1.ReasonStranded, "")
@@ -197,4 +175,24 @@ func TestGangMemberWaitingForItsGangNotStranded(t *testing.T) {
 	}
 	waitReservationsEmpty(t, pol)
 	assertNoOvercommit(t)
+}
+
+// gangAfterFailedBinds builds the state failed binds leave gang "g" of pol
+// in: member m0 bound to node, and each of ungated ungated by bindgate,
+// pinned to node, unbound and holding no reservation.
+func gangAfterFailedBinds(t *testing.T, ns, pol, node string, ungated ...string) {
+	t.Helper()
+	bound := newPod(ns, "m0").policy(pol).label(bindgatev1alpha1.GroupLabel, "g").req(corev1.ResourceCPU, "1").p
+	bound.Spec.SchedulingGates = nil
+	bound.Spec.NodeName = node
+	if err := env.Client.Create(context.Background(), bound); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range ungated {
+		p := strandPod(t, ns, name, pol, node, true)
+		p.Labels[bindgatev1alpha1.GroupLabel] = "g"
+		if err := env.Client.Update(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
