@@ -61,7 +61,11 @@ func (s *Scheduler) Forget(ctx context.Context, pod *corev1.Pod) {
 	}
 	s.forgetCycle(ctx, pod)
 	s.waits.Delete(pod.UID)
-	s.clearPermitHold(pod.UID)
+	// Every update of every bound pod comes here: the rate limiter's lock
+	// is taken only for a pod that has a hold.
+	if _, held := s.permitHolds.Load(pod.UID); held {
+		s.clearPermitHold(pod.UID)
+	}
 }
 
 // ReleaseIfPolicyGone releases the pod's reservation when the policy that
