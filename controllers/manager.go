@@ -17,8 +17,16 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // RESTConfig returns a copy of cfg as the operator's clients use it: without
@@ -38,3 +46,60 @@ func RESTConfig(cfg *rest.Config) *rest.Config {
 func CacheOptions() crcache.Options {
 	return crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()}
 }
+
+// protobufConfig returns a copy of cfg that speaks protobuf, as
+// kube-scheduler's clients do (clientConnection.contentType). For built-in
+// types only: the API server serves custom resources as JSON.
+// controller-runtime's own clients pick protobuf per type by themselves,
+// but a clientset made from the manager's config, such as the one its event
+// recorder uses, speaks JSON: the API server then decodes and encodes JSON
+// for every event and every watch event of those informers.
+func protobufConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
+}
+
+// protobufClientset is a clientset over the manager's HTTP client that
+// speaks protobuf.
+func protobufClientset(mgr ctrl.Manager) (kubernetes.Interface, error) {
+	cs, err := kubernetes.NewForConfigAndClient(protobufConfig(mgr.GetConfig()), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating a clientset: %w", err)
+	}
+	return cs, nil
+}
+
+// newEventRecorder returns the recorder of bindgate's events.k8s.io/v1
+// events, sent in protobuf as kube-scheduler sends its own (the manager's
+// recorder sends JSON, which costs the API server more on the one event
+// every bound pod gets), and cut to MaxEventNote. The broadcaster runs with
+// the manager and is flushed when it stops.
+func newEventRecorder(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface) (events.EventRecorder, error) {
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctrl.LoggerInto(ctx, ctrl.Log.WithName("events"))); err != nil {
+		return nil, fmt.Errorf("starting the event broadcaster: %w", err)
+	}
+	if err := mgr.Add(broadcasterStopper{b}); err != nil {
+		return nil, fmt.Errorf("adding the event broadcaster: %w", err)
+	}
+	return boundedRecorder{b.NewRecorder(mgr.GetScheme(), "bindgate")}, nil
+}
+
+// broadcasterStopper shuts the broadcaster down when the manager stops. It
+// runs on every replica, leader or not (the policy and PostBind
+// controllers' events go through it too).
+type broadcasterStopper struct{ b events.EventBroadcaster }
+
+// Start implements manager.Runnable.
+func (s broadcasterStopper) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.b.Shutdown()
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (broadcasterStopper) NeedLeaderElection() bool { return false }
+
+var _ manager.LeaderElectionRunnable = broadcasterStopper{}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +85,7 @@ func (r *PostBindReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // setupHooks wires the BindHook (spec.bind.webhook) and PostBindHook
 // (spec.postBind) delivery: the outbound webhook client, the BindHook caller, the pending annotation
 // on the binding, the delivery dispatcher and its controller.
-func setupHooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, policies *BindingPolicyReconciler) error {
+func setupHooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, policies *BindingPolicyReconciler, recorder events.EventRecorder) error {
 	secrets := postbind.SecretReader{Reader: mgr.GetAPIReader(), Namespace: opts.Namespace}
 	wc := webhookclient.New(webhookclient.Options{
 		Destinations:    opts.Destinations(),
@@ -101,7 +102,7 @@ func setupHooks(mgr ctrl.Manager, opts Options, sched *scheduler.Scheduler, poli
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Webhooks:       wc,
-		Recorder:       boundedRecorder{mgr.GetEventRecorder("bindgate")},
+		Recorder:       recorder,
 		WorkersPerHook: opts.PostBindWorkersPerHook,
 		BaseBackoff:    opts.WebhookBaseBackoff,
 	})

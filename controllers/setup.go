@@ -80,7 +80,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return err
 	}
 
-	recorder := boundedRecorder{mgr.GetEventRecorder("bindgate")}
+	cs, err := protobufClientset(mgr)
+	if err != nil {
+		return err
+	}
+	recorder, err := newEventRecorder(ctx, mgr, cs)
+	if err != nil {
+		return err
+	}
 	policies := &BindingPolicyReconciler{
 		Client: mgr.GetClient(), Recorder: recorder, Validator: policy.Validator{Destinations: opts.Destinations()},
 	}
@@ -89,7 +96,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 
 	c := cache.New(ctx, opts.Clock)
-	placer, err := newPlacer(ctx, mgr, c, opts)
+	placer, err := newPlacer(ctx, mgr, cs, c, opts)
 	if err != nil {
 		return err
 	}
@@ -111,7 +118,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Placer:   placer,
 		Binder:   &bind.Binder{Client: mgr.GetClient()},
 	}
-	if err := setupHooks(mgr, opts, sched, policies); err != nil {
+	if err := setupHooks(mgr, opts, sched, policies, recorder); err != nil {
 		return err
 	}
 	q := queue.New(opts.Clock, sched.ClusterChanged)
@@ -155,15 +162,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	return nil
 }
 
-// newPlacer builds kube-scheduler's framework over the cache. Its informer
+// newPlacer builds kube-scheduler's framework over the cache, with cs (a
+// protobuf clientset, as kube-scheduler's) for its plugins. Its informer
 // factory reuses the manager's pod, node and claim informers; the rest
 // (volumes, storage classes, CSI objects, namespaces, workload owners for
 // topology spread's defaults) it starts itself.
-func newPlacer(ctx context.Context, mgr ctrl.Manager, c *cache.Cache, opts Options) (*placement.Placer, error) {
-	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("creating a clientset: %w", err)
-	}
+func newPlacer(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, c *cache.Cache, opts Options) (*placement.Placer, error) {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.PersistentVolumeClaim{}} {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
