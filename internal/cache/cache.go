@@ -99,6 +99,9 @@ type Cache struct {
 	// policy event that still carries its record count it (see
 	// deletedMemory).
 	deleted map[types.UID]time.Time
+	// nodeLabels is the node-labels epoch: it changes whenever a node is
+	// added or deleted or its labels change (see UpdateSnapshot).
+	nodeLabels uint64
 }
 
 // deletedMemory is how long a deleted pod's UID is remembered: far longer
@@ -126,9 +129,17 @@ func New(ctx context.Context, clk clock.PassiveClock) *Cache {
 }
 
 // UpdateSnapshot brings snapshot up to date with the cache (only the nodes
-// changed since its last update are copied).
-func (c *Cache) UpdateSnapshot(snapshot *kcache.Snapshot) error {
-	return c.sched.UpdateSnapshot(c.logger, snapshot)
+// changed since its last update are copied) and returns the node-labels
+// epoch the snapshot now shows. The epoch changes whenever a node is added
+// or deleted or its labels change, so whatever was worked out from the
+// nodes' labels of one snapshot holds for every snapshot of the same epoch
+// (the policy's nodeSelector plugin keeps which selectors select every
+// node).
+func (c *Cache) UpdateSnapshot(snapshot *kcache.Snapshot) (uint64, error) {
+	// Node events change the scheduler cache and the epoch under c.mu.
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.nodeLabels, c.sched.UpdateSnapshot(c.logger, snapshot)
 }
 
 // Node returns the node object, if known.

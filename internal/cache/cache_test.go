@@ -257,7 +257,7 @@ func TestReservationIsAssumed(t *testing.T) {
 	}
 	snap := kcache.NewEmptySnapshot()
 	podsOn := func() []string {
-		if err := c.UpdateSnapshot(snap); err != nil {
+		if _, err := c.UpdateSnapshot(snap); err != nil {
 			t.Fatal(err)
 		}
 		ni, err := snap.Get("n1")
@@ -297,7 +297,7 @@ func TestRecordedReservationUsesThePod(t *testing.T) {
 	c.AddRecorded("p", rec(known), func(*bindgatev1alpha1.Reservation) *corev1.Pod { return known })
 	c.AddRecorded("p", rec(testPod("unknown", "2")), func(*bindgatev1alpha1.Reservation) *corev1.Pod { return nil })
 	snap := kcache.NewEmptySnapshot()
-	if err := c.UpdateSnapshot(snap); err != nil {
+	if _, err := c.UpdateSnapshot(snap); err != nil {
 		t.Fatal(err)
 	}
 	ni, _ := snap.Get("n1")

@@ -17,6 +17,8 @@ limitations under the License.
 package cache
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -39,8 +41,12 @@ func (c *Cache) UpsertNode(node *corev1.Node) {
 			}
 		}
 		c.sched.AddNode(c.logger, node)
+		c.nodeLabels++
 	} else {
 		c.sched.UpdateNode(c.logger, nt.node, node)
+		if !maps.Equal(nt.node.Labels, node.Labels) {
+			c.nodeLabels++
+		}
 	}
 	nt.node = node
 	nt.allocatable = framework.NewResource(node.Status.Allocatable)
@@ -58,6 +64,7 @@ func (c *Cache) DeleteNode(name string) {
 		c.logger.Error(err, "Removing a node from the scheduler cache", "node", name)
 	}
 	delete(c.nodes, name)
+	c.nodeLabels++
 }
 
 func isTerminal(pod *corev1.Pod) bool {

@@ -117,6 +117,9 @@ type Placer struct {
 	snapshot   *kcache.Snapshot
 	percentage int32
 
+	// selectors remembers which policy nodeSelectors select every node.
+	selectors *selectorMemo
+
 	synced chan struct{}
 	// mu serialises scheduling cycles (Lock).
 	mu        sync.Mutex
@@ -134,10 +137,11 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 		frameworks: map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework{},
 		snapshot:   kcache.NewEmptySnapshot(),
 		percentage: opts.PercentageOfNodesToScore,
+		selectors:  newSelectorMemo(),
 		synced:     make(chan struct{}),
 	}
 	reg := plugins.NewInTreeRegistry()
-	for name, factory := range registry(opts.Cache) {
+	for name, factory := range registry(opts.Cache, p.selectors) {
 		if err := reg.Register(name, factory); err != nil {
 			return nil, fmt.Errorf("registering plugin %s: %w", name, err)
 		}
@@ -229,8 +233,10 @@ func (p *Placer) refresh(ctx context.Context) error {
 	if err := p.waitSynced(ctx); err != nil {
 		return err
 	}
-	if err := p.cache.UpdateSnapshot(p.snapshot); err != nil {
+	epoch, err := p.cache.UpdateSnapshot(p.snapshot)
+	if err != nil {
 		return fmt.Errorf("updating the snapshot: %w", err)
 	}
+	p.selectors.setEpoch(epoch)
 	return nil
 }

@@ -402,3 +402,39 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyNodeSelectorFollowsNodeLabels: a policy nodeSelector that
+// selects every node is skipped for as long as no node is added, deleted or
+// relabelled; any such change is seen by the next cycle.
+func TestPolicyNodeSelectorFollowsNodeLabels(t *testing.T) {
+	pol := policy(withNodeSelector("pool", "gpu"))
+	// a holds a pod, so the empty b wins while both are in the pool.
+	p, c := newPlacer(t, 0, []*corev1.Node{node("a").label("pool", "gpu").obj(), node("b").label("pool", "gpu").obj()},
+		[]*corev1.Pod{pod("on-a", "2", "a")})
+	steps := []struct {
+		name    string
+		change  func()
+		want    string
+		wantAll bool // the memo says the selector selects every node
+	}{
+		{name: "every node in the pool", change: func() {}, want: "b", wantAll: true},
+		{name: "b relabelled out of the pool", change: func() { c.UpsertNode(node("b").label("pool", "cpu").obj()) }, want: "a"},
+		{name: "b back in the pool", change: func() { c.UpsertNode(node("b").label("pool", "gpu").obj()) }, want: "b", wantAll: true},
+		{name: "an empty node outside the pool added", change: func() { c.UpsertNode(node("c").label("pool", "x").obj()) }, want: "b"},
+		{name: "that node deleted", change: func() { c.DeleteNode("c") }, want: "b", wantAll: true},
+		{name: "b deleted", change: func() { c.DeleteNode("b") }, want: "a", wantAll: true},
+	}
+	for _, s := range steps {
+		s.change()
+		got, msg := selectNode(t, p, pod("new-"+s.name, "100m", ""), pol)
+		if got != s.want || msg != "" {
+			t.Errorf("%s: got node %q (%q), want %q", s.name, got, msg, s.want)
+		}
+		p.selectors.mu.Lock()
+		all := p.selectors.all["pool=gpu"]
+		p.selectors.mu.Unlock()
+		if all != s.wantAll {
+			t.Errorf("%s: remembered as selecting every node: %v, want %v", s.name, all, s.wantAll)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func readPolicy(state fwk.CycleState) (*bindgatev1alpha1.BindingPolicy, *fwk.Sta
 }
 
 // policyNodeSelector is the policy's spec.nodeSelector as a Filter plugin.
-type policyNodeSelector struct{}
+type policyNodeSelector struct{ memo *selectorMemo }
 
 var (
 	_ fwk.PreFilterPlugin = policyNodeSelector{}
@@ -93,8 +93,12 @@ func (s *selectorState) Clone() fwk.StateData { return s }
 
 func (policyNodeSelector) Name() string { return PolicyNodeSelectorName }
 
-// PreFilter parses the selector once per cycle (Skip: no selector).
-func (policyNodeSelector) PreFilter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// PreFilter parses the selector once per cycle. Skip: no selector, or one
+// that selects every node (a policy over the whole cluster, or over a pool
+// every node is in): matching it against each node of every cycle cost more
+// CPU than all of kube-scheduler's Filter plugins together on such a
+// cluster.
+func (p policyNodeSelector) PreFilter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	policy, st := readPolicy(state)
 	if st != nil {
 		return nil, st
@@ -107,7 +111,7 @@ func (policyNodeSelector) PreFilter(_ context.Context, state fwk.CycleState, _ *
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("policy %s has an invalid spec.nodeSelector: %v", policy.Name, err))
 	}
-	if sel.Empty() {
+	if sel.Empty() || p.memo.selectsAll(sel, nodes) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(selectorStateKey, &selectorState{sel: sel})
@@ -201,10 +205,10 @@ func (unsupported) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.Node
 }
 
 // registry lists bindgate's plugins for the framework runtime.
-func registry(c *cache.Cache) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+func registry(c *cache.Cache, selectors *selectorMemo) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error){
 		PolicyNodeSelectorName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-			return policyNodeSelector{}, nil
+			return policyNodeSelector{memo: selectors}, nil
 		},
 		PolicyCapacityName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return policyCapacity{cache: c}, nil
