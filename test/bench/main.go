@@ -228,7 +228,15 @@ type controlPlane struct {
 	cs  kubernetes.Interface
 	// fast speaks protobuf, as kube-scheduler and bindgate do: the bench's
 	// own pod creations and watch cost the API server as little as they can.
-	fast       kubernetes.Interface
+	fast kubernetes.Interface
+	// ungater is the ungating controller's client (protobuf too): a
+	// controller of its own, with its own user agent and so its own field
+	// manager in each pod's managedFields, as Kueue's is next to the
+	// controller that created the pod. Sharing the bench's client, its
+	// update merged into the creator's managedFields entry, which no real
+	// ungating controller does (and which made each later write of the pod
+	// cheaper for the API server and etcd than bindgate's).
+	ungater    kubernetes.Interface
 	cl         client.Client
 	kubeconfig string
 	dir        string
@@ -258,6 +266,11 @@ func startControlPlane() (*controlPlane, error) {
 	fastCfg.ContentType = "application/vnd.kubernetes.protobuf"
 	fastCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	if cp.fast, err = kubernetes.NewForConfig(fastCfg); err != nil {
+		return nil, err
+	}
+	ungaterCfg := rest.CopyConfig(fastCfg)
+	ungaterCfg.UserAgent = "ungate-controller"
+	if cp.ungater, err = kubernetes.NewForConfig(ungaterCfg); err != nil {
 		return nil, err
 	}
 	if cp.cl, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
@@ -456,7 +469,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 		}
 	case KubeScheduler, UngateKubeScheduler:
 		if contender == UngateKubeScheduler {
-			go ungate(ctx, cp.fast)
+			go ungate(ctx, cp.ungater)
 		}
 		cfgPath := filepath.Join(cp.dir, "scheduler.yaml")
 		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
