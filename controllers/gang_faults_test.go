@@ -113,11 +113,7 @@ func TestGangMembersBindAfterFailedBind(t *testing.T) {
 // it was reported Stranded.
 func TestGangMembersUngatedUnboundBind(t *testing.T) {
 	ctx := context.Background()
-	pol := uniq("gangungated")
-	pool(t, pol, withGang(3))
-	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t)
-	ns := namespace(t, nil)
-	gangAfterFailedBinds(t, ns, pol, node.Name, "m1", "m2")
+	pol, ns, node := gangAfterFailedBinds(t, "gangungated", "m1", "m2")
 	startManager(t, 4)
 	eventually(t, 30*time.Second, "both ungated members bound", func() (bool, error) {
 		for _, name := range []string{"m1", "m2"} {
@@ -148,11 +144,7 @@ func TestGangMembersUngatedUnboundBind(t *testing.T) {
 // node.
 func TestGangMemberWaitingForItsGangNotStranded(t *testing.T) {
 	ctx := context.Background()
-	pol := uniq("gangwait")
-	pool(t, pol, withGang(3))
-	node := newNode(uniq(pol+"-node")).label("pool", pol).create(t)
-	ns := namespace(t, nil)
-	gangAfterFailedBinds(t, ns, pol, node.Name, "m1")
+	pol, ns, node := gangAfterFailedBinds(t, "gangwait", "m1")
 	startManager(t, 4)
 	eventually(t, 20*time.Second, "m1 says it waits for its gang", func() (bool, error) {
 		return strings.Contains(permittedMessage(t, ns, "m1"), "gang g: 2/3 members exist"), nil
@@ -177,22 +169,29 @@ func TestGangMemberWaitingForItsGangNotStranded(t *testing.T) {
 	assertNoOvercommit(t)
 }
 
-// gangAfterFailedBinds builds the state failed binds leave gang "g" of pol
-// in: member m0 bound to node, and each of ungated ungated by bindgate,
-// pinned to node, unbound and holding no reservation.
-func gangAfterFailedBinds(t *testing.T, ns, pol, node string, ungated ...string) {
+// gangAfterFailedBinds builds the state failed binds leave a gang of three
+// in: a new gang policy (named after prefix) over a new one-node pool, and
+// in a new namespace gang "g" with member m0 bound to the node and each of
+// ungated ungated by bindgate, pinned to the node, unbound and holding no
+// reservation. It returns the policy, the namespace and the node.
+func gangAfterFailedBinds(t *testing.T, prefix string, ungated ...string) (pol, ns string, node *corev1.Node) {
 	t.Helper()
+	pol = uniq(prefix)
+	pool(t, pol, withGang(3))
+	node = newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+	ns = namespace(t, nil)
 	bound := newPod(ns, "m0").policy(pol).label(bindgatev1alpha1.GroupLabel, "g").req(corev1.ResourceCPU, "1").p
 	bound.Spec.SchedulingGates = nil
-	bound.Spec.NodeName = node
+	bound.Spec.NodeName = node.Name
 	if err := env.Client.Create(context.Background(), bound); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range ungated {
-		p := strandPod(t, ns, name, pol, node, true)
+		p := strandPod(t, ns, name, pol, node.Name, true)
 		p.Labels[bindgatev1alpha1.GroupLabel] = "g"
 		if err := env.Client.Update(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return pol, ns, node
 }
