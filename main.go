@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	uberzap "go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,6 +38,7 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/cmd"
 	"github.com/bindgate/bindgate/controllers"
+	"github.com/bindgate/bindgate/internal/logging"
 	"github.com/bindgate/bindgate/internal/options"
 	"github.com/bindgate/bindgate/internal/policy"
 )
@@ -72,7 +74,9 @@ func main() {
 	// --kubeconfig is registered by controller-runtime's config package.
 	flag.Parse()
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// Fields given to a logger are encoded when a line is written, not for
+	// every reconcile (internal/logging).
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.RawZapOpts(uberzap.WrapCore(logging.LazyFields))))
 	setupLog := ctrl.Log.WithName("setup")
 	if err := opts.Validate(); err != nil {
 		setupLog.Error(err, "Invalid flags")

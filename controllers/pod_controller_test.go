@@ -27,6 +27,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -85,6 +86,26 @@ func TestHappyPath(t *testing.T) {
 		}
 		return true, nil
 	})
+	// Written as kube-scheduler writes it: action Binding, bindgate as the
+	// reporting controller, no related object.
+	var evs eventsv1.EventList
+	if err := env.Client.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range evs.Items {
+		if e.Reason != "Scheduled" {
+			continue
+		}
+		seen++
+		if e.Action != "Binding" || e.ReportingController != bindgatev1alpha1.SchedulerName || e.Related != nil {
+			t.Errorf("Scheduled event of %s: action %q, reportingController %q, related %v; want Binding, %s, none (as kube-scheduler's)",
+				e.Regarding.Name, e.Action, e.ReportingController, e.Related, bindgatev1alpha1.SchedulerName)
+		}
+	}
+	if seen == 0 {
+		t.Error("no Scheduled event in the events.k8s.io/v1 list")
+	}
 	for _, p := range policies {
 		waitReservationsEmpty(t, p)
 	}

@@ -153,7 +153,9 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	s.waits.Delete(pod.UID)
 	s.Cache.Unreserve(pod.UID, true)
 	s.Ledger.Release(state.Policy.Name, pod.UID)
-	s.Recorder.Eventf(pod, node, corev1.EventTypeNormal, EventScheduled, "Binding",
+	// As kube-scheduler writes it: no related object (the node is in the
+	// note), so the one event every bound pod gets is no larger than its.
+	s.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, EventScheduled, "Binding",
 		"Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node.Name)
 	log.V(2).Info("Bound pod", "pod", klog.KObj(pod), "node", node.Name)
 	for _, p := range s.PostBind {
