@@ -727,7 +727,8 @@ func peakRSS(pid int) float64 {
 }
 
 // phaseMeans scrapes bindgate's metrics for the mean duration of each
-// extension point and of the bind calls.
+// extension point and of the bind calls, with how many there were (more
+// Filter runs than pods: cycles that ran again).
 func phaseMeans(ctx context.Context) string {
 	raw, err := testenv.Get(ctx, "http://127.0.0.1:18080/metrics")
 	if err != nil {
@@ -757,7 +758,7 @@ func phaseMeans(ctx context.Context) string {
 	var parts []string
 	for k, c := range counts {
 		if c > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.1fms", k, 1000*sums[k]/c))
+			parts = append(parts, fmt.Sprintf("%s %.1fms ×%.0f", k, 1000*sums[k]/c, c))
 		}
 	}
 	sort.Strings(parts)
