@@ -20,12 +20,14 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -42,9 +44,22 @@ func RESTConfig(cfg *rest.Config) *rest.Config {
 }
 
 // CacheOptions keeps only what the cycle needs in the informer cache:
-// managedFields are stripped from every object.
+// managedFields are stripped from every object, and the strings pods repeat
+// are shared between them (internPod).
 func CacheOptions() crcache.Options {
-	return crcache.Options{DefaultTransform: crcache.TransformStripManagedFields()}
+	strip := crcache.TransformStripManagedFields()
+	return crcache.Options{
+		DefaultTransform: strip,
+		ByObject: map[client.Object]crcache.ByObject{
+			&corev1.Pod{}: {Transform: func(obj any) (any, error) {
+				obj, err := strip(obj)
+				if pod, ok := obj.(*corev1.Pod); ok {
+					internPod(pod)
+				}
+				return obj, err
+			}},
+		},
+	}
 }
 
 // protobufConfig returns a copy of cfg that speaks protobuf, as

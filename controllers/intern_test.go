@@ -1,0 +1,91 @@
+/*
+Copyright 2026 The bindgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// decodedPod builds a pod whose strings all have backing arrays of their
+// own, as a decoded pod's do.
+func decodedPod(name, seal string) *corev1.Pod {
+	c := strings.Clone
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: c(name), Namespace: c("team-a"),
+			Labels:          map[string]string{c("app"): c("web")},
+			Annotations:     map[string]string{c("bindgate.io/policy"): c("gpu"), c("bindgate.io/seal"): c(seal)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: c("apps/v1"), Kind: c("ReplicaSet"), Name: c("web-1")}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: c("node-1"), SchedulerName: c("bindgate"),
+			NodeSelector: map[string]string{c("kubernetes.io/hostname"): c("node-1")},
+			Tolerations:  []corev1.Toleration{{Key: c("node.kubernetes.io/not-ready"), Operator: corev1.TolerationOperator(c("Exists")), Effect: corev1.TaintEffect(c("NoExecute"))}},
+			Containers:   []corev1.Container{{Name: c("app"), Image: c("registry.k8s.io/pause:3.10")}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPhase(c("Running")), Conditions: []corev1.PodCondition{{Type: corev1.PodConditionType(c("PodScheduled")), Status: corev1.ConditionStatus(c("True"))}}},
+	}
+}
+
+// TestInternPodSharesRepeatedStrings: two pods decoded apart share their
+// repeated strings after internPod, and are otherwise unchanged.
+func TestInternPodSharesRepeatedStrings(t *testing.T) {
+	a, b := decodedPod("web-1-a", "seal-a"), decodedPod("web-1-b", "seal-b")
+	wantA, wantB := a.DeepCopy(), b.DeepCopy()
+	internPod(a)
+	internPod(b)
+	if diff := cmp.Diff(wantA, a); diff != "" {
+		t.Errorf("internPod changed the pod (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantB, b); diff != "" {
+		t.Errorf("internPod changed the pod (-want +got):\n%s", diff)
+	}
+	shared := map[string]func(*corev1.Pod) string{
+		"namespace":      func(p *corev1.Pod) string { return p.Namespace },
+		"label value":    func(p *corev1.Pod) string { return p.Labels["app"] },
+		"annotation key": func(p *corev1.Pod) string { return keyOf(p.Annotations, "bindgate.io/policy") },
+		"owner name":     func(p *corev1.Pod) string { return p.OwnerReferences[0].Name },
+		"node":           func(p *corev1.Pod) string { return p.Spec.NodeName },
+		"pin key":        func(p *corev1.Pod) string { return keyOf(p.Spec.NodeSelector, "kubernetes.io/hostname") },
+		"pin value":      func(p *corev1.Pod) string { return p.Spec.NodeSelector["kubernetes.io/hostname"] },
+		"toleration key": func(p *corev1.Pod) string { return p.Spec.Tolerations[0].Key },
+		"image":          func(p *corev1.Pod) string { return p.Spec.Containers[0].Image },
+		"phase":          func(p *corev1.Pod) string { return string(p.Status.Phase) },
+		"condition type": func(p *corev1.Pod) string { return string(p.Status.Conditions[0].Type) },
+	}
+	for name, get := range shared {
+		if unsafe.StringData(get(a)) != unsafe.StringData(get(b)) {
+			t.Errorf("%s: the two pods hold separate copies of %q", name, get(a))
+		}
+	}
+}
+
+// keyOf returns the map's own copy of key.
+func keyOf(m map[string]string, key string) string {
+	for k := range m {
+		if k == key {
+			return k
+		}
+	}
+	return ""
+}
