@@ -20,6 +20,7 @@ package logging
 
 import (
 	"slices"
+	"sync"
 
 	"go.uber.org/zap/zapcore"
 )
@@ -42,6 +43,9 @@ func LazyFields(core zapcore.Core) zapcore.Core {
 type lazyCore struct {
 	zapcore.Core
 	fields []zapcore.Field
+
+	once     sync.Once
+	withCore zapcore.Core // Core.With(fields), made on the first line written
 }
 
 // With remembers the fields; nothing is encoded.
@@ -52,14 +56,26 @@ func (c *lazyCore) With(fields []zapcore.Field) zapcore.Core {
 	return &lazyCore{Core: c.Core, fields: append(slices.Clip(c.fields), fields...)}
 }
 
+// encoded returns the wrapped core with the fields added, encoding them once
+// for all the lines this logger writes.
+func (c *lazyCore) encoded() zapcore.Core {
+	if len(c.fields) == 0 {
+		return c.Core
+	}
+	c.once.Do(func() { c.withCore = c.Core.With(c.fields) })
+	return c.withCore
+}
+
 // Check hands an entry that is enabled to the wrapped core with the fields
 // added, so that core's sampling and Write see what they would have seen.
 func (c *lazyCore) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if !c.Enabled(ent.Level) {
 		return ce
 	}
-	if len(c.fields) == 0 {
-		return c.Core.Check(ent, ce)
-	}
-	return c.Core.With(c.fields).Check(ent, ce)
+	return c.encoded().Check(ent, ce)
+}
+
+// Write writes with the fields, for a caller that writes without Check.
+func (c *lazyCore) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	return c.encoded().Write(ent, fields)
 }

@@ -45,6 +45,7 @@ func TestLazyFieldsWritesWhatZapWrites(t *testing.T) {
 		"errors":            {with: [][]any{{"policy", "gpu"}}, lines: []line{{v: -1, msg: "bind failed", kv: []any{"pod", klog.KRef("ns", "p")}}}},
 		"below the level":   {with: [][]any{{"policy", "gpu"}}, lines: []line{{v: 4, msg: "verbose"}, {v: 0, msg: "shown"}}},
 		"empty WithValues":  {with: [][]any{{}, {"a", 1}, {}}, lines: []line{{v: 0, msg: "x"}}},
+		"several lines":     {with: [][]any{{"a", 1}}, lines: []line{{v: 0, msg: "one"}, {v: 0, msg: "two", kv: []any{"b", 2}}, {v: -1, msg: "three"}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -92,6 +93,20 @@ func TestLazyFieldsDoesNotShareFields(t *testing.T) {
 	y.Info("y")
 	want := `{"msg":"x","a":1,"b":2,"x":1}` + "\n" + `{"msg":"y","a":1,"b":2,"y":2}` + "\n"
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestLazyFieldsWrite writes through the core directly, as a wrapping core
+// may without Check: the fields are there too.
+func TestLazyFieldsWrite(t *testing.T) {
+	var buf bytes.Buffer
+	enc := zapcore.NewJSONEncoder(zapcore.EncoderConfig{MessageKey: "msg"})
+	core := LazyFields(zapcore.NewCore(enc, zapcore.AddSync(&buf), zapcore.InfoLevel)).With([]zapcore.Field{zap.Int("a", 1)})
+	if err := core.Write(zapcore.Entry{Message: "direct"}, []zapcore.Field{zap.Int("b", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{"msg":"direct","a":1,"b":2}`+"\n", buf.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
