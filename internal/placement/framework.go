@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -114,7 +115,10 @@ type Placer struct {
 	cache      *cache.Cache
 	informers  informers.SharedInformerFactory
 	frameworks map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework
-	snapshot   *kcache.Snapshot
+	// placementOnly lists, per framework, the state keys only PreFilter,
+	// Filter, PreScore and Score read (see placementOnlyKeys).
+	placementOnly map[schedframework.Framework][]fwk.StateKey
+	snapshot      *kcache.Snapshot
 	percentage int32
 
 	// selectors remembers which policy nodeSelectors select every node.
@@ -134,11 +138,12 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 	p := &Placer{
 		cache:      opts.Cache,
 		informers:  opts.Informers,
-		frameworks: map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework{},
-		snapshot:   kcache.NewEmptySnapshot(),
-		percentage: opts.PercentageOfNodesToScore,
-		selectors:  newSelectorMemo(),
-		synced:     make(chan struct{}),
+		frameworks:    map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework{},
+		placementOnly: map[schedframework.Framework][]fwk.StateKey{},
+		snapshot:      kcache.NewEmptySnapshot(),
+		percentage:    opts.PercentageOfNodesToScore,
+		selectors:     newSelectorMemo(),
+		synced:        make(chan struct{}),
 	}
 	reg := plugins.NewInTreeRegistry()
 	for name, factory := range registry(opts.Cache, p.selectors) {
@@ -167,8 +172,37 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 			return nil, fmt.Errorf("building kube-scheduler's framework (%s): %w", strategy, err)
 		}
 		p.frameworks[strategy] = fw
+		p.placementOnly[fw] = placementOnlyKeys(fw.ListPlugins())
 	}
 	return p, nil
+}
+
+// placementOnlyKeys returns the cycle-state keys that only the scheduling
+// cycle reads: the PreFilter and PreScore states of the plugins with no
+// Reserve, Permit, PreBind, Bind or PostBind extension point (kube-scheduler's
+// in-tree plugins key them "PreFilter"+name and "PreScore"+name). A
+// reservation keeps its cycle until its bind ends; without these keys it
+// does not keep, for instance, InterPodAffinity's and PodTopologySpread's
+// counts per topology domain, which are of no use after Reserve.
+func placementOnlyKeys(enabled *config.Plugins) []fwk.StateKey {
+	later := sets.New[string]()
+	for _, set := range []config.PluginSet{enabled.Reserve, enabled.Permit, enabled.PreBind, enabled.Bind, enabled.PostBind} {
+		for _, pl := range set.Enabled {
+			later.Insert(pl.Name)
+		}
+	}
+	var keys []fwk.StateKey
+	seen := sets.New[string]()
+	for _, set := range []config.PluginSet{enabled.PreFilter, enabled.Filter, enabled.PreScore, enabled.Score} {
+		for _, pl := range set.Enabled {
+			if later.Has(pl.Name) || seen.Has(pl.Name) {
+				continue
+			}
+			seen.Insert(pl.Name)
+			keys = append(keys, fwk.StateKey("PreFilter"+pl.Name), fwk.StateKey("PreScore"+pl.Name))
+		}
+	}
+	return keys
 }
 
 // Share makes factory hand out inf for objects of obj's type (e.g. the

@@ -258,9 +258,18 @@ func (c *Cycle) assumed(pod *corev1.Pod) *corev1.Pod {
 	return a
 }
 
-// Reserve runs the Reserve plugins (VolumeBinding assumes the pod's claims).
+// Reserve runs the Reserve plugins (VolumeBinding assumes the pod's claims),
+// then drops from the cycle's state what only the scheduling cycle reads:
+// the cycle is kept until the bind ends, and no later extension point
+// reads the Filter and Score plugins' states.
 func (p *Placer) Reserve(ctx context.Context, c *Cycle, pod *corev1.Pod) *fwk.Status {
-	return c.fw.RunReservePluginsReserve(ctx, c.State, c.assumed(pod), c.Node)
+	st := c.fw.RunReservePluginsReserve(ctx, c.State, c.assumed(pod), c.Node)
+	if st.IsSuccess() {
+		for _, key := range p.placementOnly[c.fw] {
+			c.State.Delete(key)
+		}
+	}
+	return st
 }
 
 // Unreserve runs the Unreserve plugins. It is idempotent.

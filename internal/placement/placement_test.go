@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
@@ -436,5 +437,67 @@ func TestPolicyNodeSelectorFollowsNodeLabels(t *testing.T) {
 		if all != s.wantAll {
 			t.Errorf("%s: remembered as selecting every node: %v, want %v", s.name, all, s.wantAll)
 		}
+	}
+}
+
+// TestReserveDropsPlacementOnlyState: a reservation keeps its cycle until
+// the bind ends, but not the Filter and Score plugins' states (for an
+// anti-affine pod, InterPodAffinity's counts per topology domain); the
+// states of the plugins with later extension points (VolumeBinding's) stay,
+// and PreBind and Unreserve still run on what is left.
+func TestReserveDropsPlacementOnlyState(t *testing.T) {
+	nodes := []*corev1.Node{node("a").obj(), node("b").obj()}
+	p, _ := newPlacer(t, 0, nodes, []*corev1.Pod{antiAffine(pod("db-0", "100m", "a"), "db")})
+	pd := antiAffine(pod("db-1", "100m", ""), "db")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.Lock()
+	defer p.Unlock()
+	c, err := p.SelectNode(ctx, pd, policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := func() map[string]bool {
+		got := map[string]bool{}
+		for _, key := range []string{"PreFilter" + names.InterPodAffinity, "PreFilter" + names.NodeResourcesFit,
+			"PreFilter" + names.PodTopologySpread, "PreScore" + names.PodTopologySpread, names.VolumeBinding} {
+			_, err := c.State.Read(fwk.StateKey(key))
+			got[key] = err == nil
+		}
+		return got
+	}
+	before := present()
+	if !before["PreFilter"+names.InterPodAffinity] || !before[names.VolumeBinding] {
+		t.Fatalf("states after the scheduling cycle: %v (want InterPodAffinity's and VolumeBinding's)", before)
+	}
+	if st := p.Reserve(ctx, c, pd); !st.IsSuccess() {
+		t.Fatal(st.AsError())
+	}
+	want := map[string]bool{
+		"PreFilter" + names.InterPodAffinity: false, "PreFilter" + names.NodeResourcesFit: false,
+		"PreFilter" + names.PodTopologySpread: false, "PreScore" + names.PodTopologySpread: false,
+		names.VolumeBinding: true,
+	}
+	if diff := cmp.Diff(want, present()); diff != "" {
+		t.Errorf("states after Reserve (-want +got):\n%s", diff)
+	}
+	if st := p.PreBind(ctx, c, pd); !st.IsSuccess() {
+		t.Errorf("PreBind after Reserve: %v", st.AsError())
+	}
+	p.Unreserve(ctx, c, pd)
+}
+
+func TestPlacementOnlyKeys(t *testing.T) {
+	enabled := &config.Plugins{
+		PreFilter: config.PluginSet{Enabled: []config.Plugin{{Name: "A"}, {Name: "V"}}},
+		Filter:    config.PluginSet{Enabled: []config.Plugin{{Name: "A"}, {Name: "B"}, {Name: "V"}}},
+		PreScore:  config.PluginSet{Enabled: []config.Plugin{{Name: "C"}}},
+		Score:     config.PluginSet{Enabled: []config.Plugin{{Name: "C"}, {Name: "D"}}},
+		Reserve:   config.PluginSet{Enabled: []config.Plugin{{Name: "V"}}},
+		PreBind:   config.PluginSet{Enabled: []config.Plugin{{Name: "V"}, {Name: "D"}}},
+	}
+	want := []fwk.StateKey{"PreFilterA", "PreScoreA", "PreFilterB", "PreScoreB", "PreFilterC", "PreScoreC"}
+	if diff := cmp.Diff(want, placementOnlyKeys(enabled)); diff != "" {
+		t.Errorf("placementOnlyKeys (-want +got):\n%s", diff)
 	}
 }
