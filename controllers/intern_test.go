@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -88,4 +90,57 @@ func keyOf(m map[string]string, key string) string {
 		}
 	}
 	return ""
+}
+
+// mapID is the identity of a map: two maps with the same ID are one map.
+func mapID(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+
+// TestInternPodSharesMaps: pods with the same labels, or pinned to the same
+// node, hold one map between them; a pod with other labels or another pin
+// keeps its own content.
+func TestInternPodSharesMaps(t *testing.T) {
+	a, b, other := decodedPod("web-1-a", "seal-a"), decodedPod("web-1-b", "seal-b"), decodedPod("db-0", "seal-c")
+	other.Labels = map[string]string{"app": "db", "tier": "data"}
+	other.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "node-2"}
+	wantOther := other.DeepCopy()
+	for _, p := range []*corev1.Pod{a, b, other} {
+		internPod(p)
+	}
+	if mapID(a.Labels) != mapID(b.Labels) {
+		t.Error("two pods with the same labels hold separate maps")
+	}
+	if mapID(a.Spec.NodeSelector) != mapID(b.Spec.NodeSelector) {
+		t.Error("two pods pinned to the same node hold separate nodeSelector maps")
+	}
+	if mapID(a.Annotations) == mapID(b.Annotations) {
+		t.Error("annotations (each pod's own seal) are shared")
+	}
+	if mapID(a.Labels) == mapID(other.Labels) || mapID(a.Spec.NodeSelector) == mapID(other.Spec.NodeSelector) {
+		t.Error("pods with different maps share one")
+	}
+	if diff := cmp.Diff(wantOther, other); diff != "" {
+		t.Errorf("internPod changed the pod (-want +got):\n%s", diff)
+	}
+}
+
+// TestMapTableBounded: the table starts afresh once full; what it handed out
+// before stays as it was.
+func TestMapTableBounded(t *testing.T) {
+	tbl := &mapTable{}
+	first := tbl.share(map[string]string{"app": "0"})
+	for i := range maxSharedMaps + 10 {
+		tbl.share(map[string]string{"app": strconv.Itoa(i)})
+	}
+	if n := len(tbl.maps); n > maxSharedMaps {
+		t.Errorf("table holds %d maps, want at most %d", n, maxSharedMaps)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "0"}, first); diff != "" {
+		t.Errorf("a map handed out changed (-want +got):\n%s", diff)
+	}
+	// Keys that would run together without separators stay apart.
+	x := tbl.share(map[string]string{"a": "b", "c": ""})
+	y := tbl.share(map[string]string{"a": "bc"})
+	if mapID(x) == mapID(y) || len(x) != 2 || len(y) != 1 {
+		t.Errorf("different maps shared: %v and %v", x, y)
+	}
 }
