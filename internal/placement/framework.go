@@ -119,7 +119,7 @@ type Placer struct {
 	// Filter, PreScore and Score read (see placementOnlyKeys).
 	placementOnly map[schedframework.Framework][]fwk.StateKey
 	snapshot      *kcache.Snapshot
-	percentage int32
+	percentage    int32
 
 	// selectors remembers which policy nodeSelectors select every node.
 	selectors *selectorMemo
@@ -136,8 +136,8 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 	// (Register is idempotent).
 	schedmetrics.Register()
 	p := &Placer{
-		cache:      opts.Cache,
-		informers:  opts.Informers,
+		cache:         opts.Cache,
+		informers:     opts.Informers,
 		frameworks:    map[bindgatev1alpha1.ScoringStrategyType]schedframework.Framework{},
 		placementOnly: map[schedframework.Framework][]fwk.StateKey{},
 		snapshot:      kcache.NewEmptySnapshot(),
