@@ -44,8 +44,9 @@ func RESTConfig(cfg *rest.Config) *rest.Config {
 }
 
 // CacheOptions keeps only what the cycle needs in the informer cache:
-// managedFields are stripped from every object, and the strings pods repeat
-// are shared between them (internPod).
+// managedFields are stripped from every object, and the strings and the
+// label and nodeSelector maps pods repeat are shared between them
+// (internPod).
 func CacheOptions() crcache.Options {
 	strip := crcache.TransformStripManagedFields()
 	return crcache.Options{
