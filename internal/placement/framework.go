@@ -185,21 +185,20 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 // does not keep, for instance, InterPodAffinity's and PodTopologySpread's
 // counts per topology domain, which are of no use after Reserve.
 func placementOnlyKeys(enabled *config.Plugins) []fwk.StateKey {
-	later := sets.New[string]()
+	// done: the plugins whose states stay, and those listed already.
+	done := sets.New[string]()
 	for _, set := range []config.PluginSet{enabled.Reserve, enabled.Permit, enabled.PreBind, enabled.Bind, enabled.PostBind} {
 		for _, pl := range set.Enabled {
-			later.Insert(pl.Name)
+			done.Insert(pl.Name)
 		}
 	}
 	var keys []fwk.StateKey
-	seen := sets.New[string]()
 	for _, set := range []config.PluginSet{enabled.PreFilter, enabled.Filter, enabled.PreScore, enabled.Score} {
 		for _, pl := range set.Enabled {
-			if later.Has(pl.Name) || seen.Has(pl.Name) {
-				continue
+			if !done.Has(pl.Name) {
+				done.Insert(pl.Name)
+				keys = append(keys, fwk.StateKey("PreFilter"+pl.Name), fwk.StateKey("PreScore"+pl.Name))
 			}
-			seen.Insert(pl.Name)
-			keys = append(keys, fwk.StateKey("PreFilter"+pl.Name), fwk.StateKey("PreScore"+pl.Name))
 		}
 	}
 	return keys
