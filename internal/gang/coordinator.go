@@ -335,6 +335,12 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 			at = append(at, n)
 		}
 	}
+	if len(at) < len(placed) && spec.Required {
+		// A member bound a moment ago whose node neither the reservation
+		// nor the informer shows yet: the domain is not known, and a
+		// Required gang must not take the pod anywhere meanwhile.
+		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: waiting to see where its members were bound", spec.Group))
+	}
 	d, ok := Shared(at, spec.Levels)
 	if !ok {
 		return nil // a Preferred gang placed across domains: anywhere
