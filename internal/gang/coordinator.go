@@ -325,25 +325,15 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	var at []*corev1.Node
-	for _, m := range placed {
-		name := m.Spec.NodeName
-		if name == "" {
-			name, _, _ = c.Handle.Reserved(m.UID)
-		}
-		if n, ok := byName[name]; ok {
-			at = append(at, n)
-		}
-	}
-	if len(at) < len(placed) && spec.Required {
-		// A member bound a moment ago whose node neither the reservation
-		// nor the informer shows yet: the domain is not known, and a
-		// Required gang must not take the pod anywhere meanwhile.
+	d, outcome := planJoin(spec, placed, byName, func(uid types.UID) string {
+		name, _, _ := c.Handle.Reserved(uid)
+		return name
+	})
+	switch outcome {
+	case joinAnywhere:
+		return nil
+	case joinWait:
 		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: waiting to see where its members were bound", spec.Group))
-	}
-	d, ok := Shared(at, spec.Levels)
-	if !ok {
-		return nil // a Preferred gang placed across domains: anywhere
 	}
 	in := sets.New[string]()
 	for name, n := range byName {
@@ -367,6 +357,45 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 	}
 	ctrl.LoggerFrom(ctx).V(4).Info("Gang member joined its domain", "pod", klog.KObj(pod), "group", spec.Group, "domain", d.String())
 	return nil
+}
+
+// joinOutcome is what planJoin decides for a member joining a placed gang.
+type joinOutcome int
+
+const (
+	// joinInDomain: place the member inside the domain returned.
+	joinInDomain joinOutcome = iota
+	// joinAnywhere: a Preferred gang whose members share no domain; the
+	// member goes wherever the plugins place it.
+	joinAnywhere
+	// joinWait: a Required gang with a member on no node known yet.
+	joinWait
+)
+
+// planJoin finds the domain a gang's placed members share. A member's node
+// is its spec.nodeName, else its reservation's (reservedNode, "" when it
+// holds none). A member bound a moment ago may show neither (its
+// reservation released, the informer behind): a Required gang then waits
+// rather than take the joining pod anywhere, since the domain is not known.
+func planJoin(spec Spec, placed []*corev1.Pod, byName map[string]*corev1.Node, reservedNode func(types.UID) string) (Domain, joinOutcome) {
+	var at []*corev1.Node
+	for _, m := range placed {
+		name := m.Spec.NodeName
+		if name == "" {
+			name = reservedNode(m.UID)
+		}
+		if n, ok := byName[name]; ok {
+			at = append(at, n)
+		}
+	}
+	if len(at) < len(placed) && spec.Required {
+		return Domain{}, joinWait
+	}
+	d, ok := Shared(at, spec.Levels)
+	if !ok {
+		return Domain{}, joinAnywhere
+	}
+	return d, joinInDomain
 }
 
 // wait tells every member why the gang waits.

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
@@ -103,6 +104,68 @@ func TestShared(t *testing.T) {
 			d, ok := Shared(tc.nodes, levels)
 			if ok != tc.wantOK || (ok && d.String() != tc.want) {
 				t.Errorf("Shared = %v, %v; want %s, %v", d, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestPlanJoin(t *testing.T) {
+	levels := []string{zone, rack}
+	byName := map[string]*corev1.Node{}
+	for _, n := range []*corev1.Node{
+		node("a1", map[string]string{zone: "z1", rack: "r1"}),
+		node("a2", map[string]string{zone: "z1", rack: "r1"}),
+		node("b1", map[string]string{zone: "z2", rack: "r1"}),
+	} {
+		byName[n.Name] = n
+	}
+	member := func(uid, nodeName string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: corev1.PodSpec{NodeName: nodeName}}
+	}
+	reservations := map[types.UID]string{"r-a2": "a2", "r-gone": "gone"}
+	for name, tc := range map[string]struct {
+		required bool
+		placed   []*corev1.Pod
+		want     joinOutcome
+		domain   string
+	}{
+		"bound members share a rack": {
+			required: true, placed: []*corev1.Pod{member("m1", "a1"), member("m2", "a2")},
+			want: joinInDomain, domain: zone + "=z1," + rack + "=r1",
+		},
+		"a reserved member counts at its reservation's node": {
+			required: true, placed: []*corev1.Pod{member("m1", "a1"), member("r-a2", "")},
+			want: joinInDomain, domain: zone + "=z1," + rack + "=r1",
+		},
+		// The race TestPodGroupGang once lost: a member bound a moment
+		// ago, its reservation released, the informer not showing its
+		// node yet. Taking the shared domain of the rest would let the
+		// joining pod leave the gang's rack.
+		"required, a member on no known node waits": {
+			required: true, placed: []*corev1.Pod{member("m1", "a1"), member("just-bound", "")},
+			want: joinWait,
+		},
+		"required, a member on a node that is gone waits": {
+			required: true, placed: []*corev1.Pod{member("r-gone", "")},
+			want: joinWait,
+		},
+		"preferred, a member on no known node: the rest's domain": {
+			placed: []*corev1.Pod{member("m1", "b1"), member("just-bound", "")},
+			want:   joinInDomain, domain: zone + "=z2," + rack + "=r1",
+		},
+		"preferred gang across zones joins anywhere": {
+			placed: []*corev1.Pod{member("m1", "a1"), member("m2", "b1")},
+			want:   joinAnywhere,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := Spec{Group: "g", Levels: levels, Required: tc.required}
+			d, got := planJoin(spec, tc.placed, byName, func(uid types.UID) string { return reservations[uid] })
+			if got != tc.want {
+				t.Fatalf("planJoin outcome = %d, want %d", got, tc.want)
+			}
+			if got == joinInDomain && d.String() != tc.domain {
+				t.Errorf("planJoin domain = %s, want %s", d, tc.domain)
 			}
 		})
 	}
