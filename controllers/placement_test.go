@@ -17,6 +17,7 @@ limitations under the License.
 package controllers_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -24,9 +25,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/controllers"
 	"github.com/bindgate/bindgate/internal/placement"
 )
 
@@ -243,8 +247,184 @@ func TestGangAntiAffinity(t *testing.T) {
 	}
 }
 
+// draObjects creates a DeviceClass named class for a driver of its own and
+// returns builders of ResourceSlices (devices on a node) and ResourceClaims
+// (one device of the class). Cluster-scoped objects are deleted at the end.
+func draObjects(t *testing.T, class string) (slice func(node string, devices ...string), claim func(ns, name string)) {
+	t.Helper()
+	ctx := context.Background()
+	driver := class + ".bindgate.test"
+	create := func(obj client.Object) {
+		t.Helper()
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetNamespace() == "" {
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+		}
+	}
+	create(&resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+			CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+		}}},
+	})
+	slice = func(node string, devices ...string) {
+		t.Helper()
+		s := &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: uniq(class + "-slice")},
+			Spec: resourcev1.ResourceSliceSpec{
+				Driver: driver, NodeName: new(node),
+				Pool: resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
+			},
+		}
+		for _, d := range devices {
+			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
+		}
+		create(s)
+	}
+	claim = func(ns, name string) {
+		t.Helper()
+		create(&resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+				Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class},
+			}}}},
+		})
+	}
+	return slice, claim
+}
+
+// podWithClaim creates a gated pod of policy pol using ResourceClaim claim.
+func podWithClaim(t *testing.T, ns, name, pol, claim string, mutate ...func(*podBuilder)) {
+	t.Helper()
+	b := newPod(ns, name).policy(pol)
+	b.p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: new(claim)}}
+	for _, m := range mutate {
+		m(b)
+	}
+	b.create(t)
+}
+
+func getClaim(t *testing.T, ns, name string) *resourcev1.ResourceClaim {
+	t.Helper()
+	var c resourcev1.ResourceClaim
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// TestDynamicResourcesAllocated: as the single active replica, bindgate
+// allocates a pod's ResourceClaim with kube-scheduler's DynamicResources
+// plugin (Filter, Reserve, PreBind) and binds the pod to the node of the
+// device; a second pod whose claim finds no free device is refused with
+// kube-scheduler's reason and stays unbound, until a device appears.
+func TestDynamicResourcesAllocated(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
+	pol := uniq("dra-alloc")
+	pool(t, pol)
+	nodes := []string{uniq(pol + "-n"), uniq(pol + "-n")}
+	for _, n := range nodes {
+		newNode(n).label("pool", pol).create(t)
+	}
+	waitReady(t, pol)
+	slice, claim := draObjects(t, pol)
+	// One device, on the second node only.
+	slice(nodes[1], "gpu-0")
+	ns := namespace(t, nil)
+	claim(ns, "c1")
+	claim(ns, "c2")
+	podWithClaim(t, ns, "p1", pol, "c1")
+	bound := settled(t, ns, 1)
+	if bound["p1"] != nodes[1] {
+		t.Fatalf("p1 bound to %q, want %s, the node of the only device", bound["p1"], nodes[1])
+	}
+	c1 := getClaim(t, ns, "c1")
+	p1 := getPod(t, ns, "p1")
+	if a := c1.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" || a.Devices.Results[0].Pool != nodes[1] {
+		t.Fatalf("claim c1 allocation = %+v, want gpu-0 of pool %s", c1.Status.Allocation, nodes[1])
+	}
+	if len(c1.Status.ReservedFor) != 1 || c1.Status.ReservedFor[0].UID != p1.UID {
+		t.Errorf("claim c1 reservedFor = %+v, want pod p1 (%s)", c1.Status.ReservedFor, p1.UID)
+	}
+
+	podWithClaim(t, ns, "p2", pol, "c2")
+	eventually(t, 20*time.Second, "p2 refused: no device left", func() (bool, error) {
+		return strings.Contains(podScheduledMessage(t, ns, "p2"), "cannot allocate all claims"), nil
+	})
+	if n := getPod(t, ns, "p2").Spec.NodeName; n != "" {
+		t.Fatalf("p2 bound to %s without a device", n)
+	}
+	if a := getClaim(t, ns, "c2").Status.Allocation; a != nil {
+		t.Fatalf("claim c2 allocated %+v with no device free", a)
+	}
+	// A device on the first node: p2 goes there.
+	slice(nodes[0], "gpu-1")
+	eventually(t, 20*time.Second, "p2 bound once a device appears", func() (bool, error) {
+		return getPod(t, ns, "p2").Spec.NodeName != "", nil
+	})
+	if n := getPod(t, ns, "p2").Spec.NodeName; n != nodes[0] {
+		t.Errorf("p2 bound to %q, want %s, the node of the new device", n, nodes[0])
+	}
+	if a := getClaim(t, ns, "c2").Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-1" {
+		t.Errorf("claim c2 allocation = %+v, want gpu-1", a)
+	}
+}
+
+// TestDynamicResourcesHeldWhileWaiting: a pod waiting in Permit holds its
+// device as kube-scheduler's assumed pod does (a second pod does not get
+// it), and after the approval its claim is allocated that device and the
+// pod bound; the cycle that checks the node again after the wait runs the
+// DynamicResources plugin again.
+func TestDynamicResourcesHeldWhileWaiting(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
+	pol := uniq("dra-wait")
+	pool(t, pol, withPermit(approvedExpr, 5*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+	node := uniq(pol + "-n")
+	newNode(node).label("pool", pol).create(t)
+	waitReady(t, pol)
+	slice, claim := draObjects(t, pol)
+	slice(node, "gpu-0")
+	ns := namespace(t, nil)
+	claim(ns, "c1")
+	claim(ns, "c2")
+	podWithClaim(t, ns, "p1", pol, "c1")
+	eventually(t, 20*time.Second, "p1 waits in Permit", func() (bool, error) {
+		return strings.Contains(permittedMessage(t, ns, "p1"), "expression is false"), nil
+	})
+	podWithClaim(t, ns, "p2", pol, "c2", func(b *podBuilder) {
+		b.p.Annotations = map[string]string{approvedAnnotation: "true"}
+	})
+	eventually(t, 20*time.Second, "p2 refused: p1 holds the device", func() (bool, error) {
+		return strings.Contains(podScheduledMessage(t, ns, "p2"), "cannot allocate all claims"), nil
+	})
+	if a := getClaim(t, ns, "c1").Status.Allocation; a != nil {
+		t.Fatalf("claim c1 allocated before p1 was permitted: %+v", a)
+	}
+	p := getPod(t, ns, "p1")
+	p.Annotations = map[string]string{approvedAnnotation: "true"}
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "p1 bound after approval", func() (bool, error) {
+		return getPod(t, ns, "p1").Spec.NodeName == node, nil
+	})
+	c1 := getClaim(t, ns, "c1")
+	if a := c1.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" {
+		t.Fatalf("claim c1 allocation = %+v, want gpu-0", a)
+	}
+	if len(c1.Status.ReservedFor) != 1 || c1.Status.ReservedFor[0].Name != "p1" {
+		t.Errorf("claim c1 reservedFor = %+v, want p1", c1.Status.ReservedFor)
+	}
+	if n := getPod(t, ns, "p2").Spec.NodeName; n != "" {
+		t.Errorf("p2 bound to %s: two pods on one device", n)
+	}
+}
+
 // TestDynamicResourcesRefused: a pod with resourceClaims is never bound
-// without its devices: bindgate refuses it with a reason naming DRA.
+// without its devices: replicas running side by side (no leader election)
+// refuse it with a reason naming DRA.
 func TestDynamicResourcesRefused(t *testing.T) {
 	startManager(t, 4)
 	pol := uniq("dra")

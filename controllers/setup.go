@@ -23,6 +23,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -96,7 +98,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 
 	c := cache.New(ctx, opts.Clock)
-	placer, err := newPlacer(ctx, mgr, cs, c, opts)
+	placer, factory, err := newPlacer(ctx, mgr, cs, c, opts)
 	if err != nil {
 		return err
 	}
@@ -123,6 +125,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	q := queue.New(opts.Clock, sched.ClusterChanged)
 	handlers.Queue = q
+	if placer.DRA() {
+		if err := handlers.RegisterDRA(ctx, factory); err != nil {
+			return err
+		}
+	}
 	// Permit conditions share the outbound webhook client of bind and
 	// postBind; an ended webhook call requeues its pod at once.
 	permits := &permit.Builder{Client: mgr.GetClient(), Wake: q.Activate}
@@ -162,17 +169,41 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	return nil
 }
 
+// draOptions enables dynamic resource allocation when this process is the
+// single active replica (soleReplica: leader election) and the API server
+// serves what kube-scheduler's DynamicResources plugin reads. Replicas
+// running side by side would each see the others' devices in flight as
+// free, so they refuse pods with resourceClaims instead.
+func draOptions(ctx context.Context, cs kubernetes.Interface, soleReplica bool) placement.DRAOptions {
+	list, err := cs.Discovery().ServerResourcesForGroupVersion(resourcev1.SchemeGroupVersion.String())
+	served := sets.New[string]()
+	if err == nil {
+		for _, r := range list.APIResources {
+			served.Insert(r.Name)
+		}
+	}
+	switch {
+	case !served.HasAll("resourceclaims", "resourceslices", "deviceclasses"):
+		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: the API server does not serve resource.k8s.io/v1", "error", err)
+		return placement.DRAOptions{Refusal: placement.ErrReasonDRANotServed}
+	case !soleReplica:
+		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: devices are allocated only with leader election (--leader-elect=true)")
+		return placement.DRAOptions{Refusal: placement.ErrReasonDRA}
+	}
+	return placement.DRAOptions{Enabled: true, DeviceTaintRules: served.Has("devicetaintrules")}
+}
+
 // newPlacer builds kube-scheduler's framework over the cache, with cs (a
 // protobuf clientset, as kube-scheduler's) for its plugins. Its informer
 // factory reuses the manager's pod, node and claim informers; the rest
 // (volumes, storage classes, CSI objects, namespaces, workload owners for
 // topology spread's defaults) it starts itself.
-func newPlacer(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, c *cache.Cache, opts Options) (*placement.Placer, error) {
+func newPlacer(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, c *cache.Cache, opts Options) (*placement.Placer, informers.SharedInformerFactory, error) {
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Node{}, &corev1.PersistentVolumeClaim{}} {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
-			return nil, fmt.Errorf("getting the %T informer: %w", obj, err)
+			return nil, nil, fmt.Errorf("getting the %T informer: %w", obj, err)
 		}
 		if shared, ok := inf.(toolscache.SharedIndexInformer); ok {
 			placement.Share(factory, obj, shared)
@@ -180,12 +211,13 @@ func newPlacer(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, c
 	}
 	p, err := placement.New(ctx, placement.Options{
 		Cache: c, Client: cs, Informers: factory, PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+		DRA: draOptions(ctx, cs, opts.LeaderElection),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := mgr.Add(p); err != nil {
-		return nil, fmt.Errorf("adding the placer: %w", err)
+		return nil, nil, fmt.Errorf("adding the placer: %w", err)
 	}
-	return p, nil
+	return p, factory, nil
 }

@@ -41,6 +41,10 @@ import (
 // ErrNotHandled means the pod is not one bindgate schedules.
 var ErrNotHandled = errors.New("pod does not use bindgate")
 
+// ErrReasonDRA is explain's reason for a pod with resourceClaims: it does
+// not simulate the allocation of devices.
+const ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which explain does not simulate"
+
 // Pod explains why the pod ns/name is where it is.
 func Pod(ctx context.Context, opts Options, ns, name string, eo ExplainOptions) (*Report, error) {
 	if eo.Top <= 0 {

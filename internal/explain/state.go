@@ -147,6 +147,7 @@ func load(ctx context.Context, opts Options) (*state, error) {
 	}
 	p, err := placement.New(ctx, placement.Options{
 		Cache: s.cache, Client: opts.Clientset, Informers: informers.NewSharedInformerFactory(opts.Clientset, 0),
+		DRA: placement.DRAOptions{Refusal: ErrReasonDRA},
 	})
 	if err != nil {
 		return nil, err

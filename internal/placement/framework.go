@@ -17,6 +17,7 @@ limitations under the License.
 package placement
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -24,21 +25,27 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	kcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/cache"
@@ -50,13 +57,17 @@ import (
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes;csidrivers;csistoragecapacities;volumeattachments,verbs=get;list;watch
 
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=update;patch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices;deviceclasses;devicetaintrules,verbs=get;list;watch
+
 // left out of kube-scheduler's default profile: what bindgate does not do
-// (preempt, schedule PodGroups) and DRA, which the unsupported plugin
-// refuses with a reason instead. DefaultBinder stays (a profile needs a
-// binder) but is never run: bindgate binds itself.
+// (preempt, schedule PodGroups). DefaultBinder stays (a profile needs a
+// binder) but is never run: bindgate binds itself. DynamicResources is
+// left out too unless bindgate allocates devices (Options.DRA); the
+// unsupported plugin then refuses pods with resourceClaims with a reason.
 var leftOut = map[string]bool{
 	names.DefaultPreemption:          true,
-	names.DynamicResources:           true,
 	names.GangScheduling:             true,
 	names.TopologyPlacementGenerator: true,
 	names.PodGroupPodsCount:          true,
@@ -64,8 +75,9 @@ var leftOut = map[string]bool{
 
 // Profile is kube-scheduler's default profile for the policy scoring
 // strategy, with bindgate's plugins: the policy's nodeSelector and the
-// unsupported check first, its capacity last.
-func Profile(strategy bindgatev1alpha1.ScoringStrategyType, percentageOfNodesToScore int32) (*config.KubeSchedulerProfile, error) {
+// unsupported check first, its capacity last. dra keeps the
+// DynamicResources plugin.
+func Profile(strategy bindgatev1alpha1.ScoringStrategyType, percentageOfNodesToScore int32, dra bool) (*config.KubeSchedulerProfile, error) {
 	var versioned configv1.KubeSchedulerConfiguration
 	scheme.Scheme.Default(&versioned)
 	var cfg config.KubeSchedulerConfiguration
@@ -74,8 +86,12 @@ func Profile(strategy bindgatev1alpha1.ScoringStrategyType, percentageOfNodesToS
 	}
 	prof := cfg.Profiles[0]
 	enabled := []config.Plugin{{Name: UnsupportedName}, {Name: PolicyNodeSelectorName}}
+	// Each strategy's framework is a profile of its own: plugins that key
+	// shared informer indexes by profile name (DynamicResources) must not
+	// meet each other's.
+	prof.SchedulerName = bindgatev1alpha1.SchedulerName + "-" + string(strategy)
 	for _, p := range prof.Plugins.MultiPoint.Enabled {
-		if !leftOut[p.Name] {
+		if !leftOut[p.Name] && (dra || p.Name != names.DynamicResources) {
 			enabled = append(enabled, p)
 		}
 	}
@@ -108,6 +124,25 @@ type Options struct {
 	Informers informers.SharedInformerFactory
 	// PercentageOfNodesToScore as kube-scheduler's (0: adaptive).
 	PercentageOfNodesToScore int32
+	// DRA configures dynamic resource allocation.
+	DRA DRAOptions
+}
+
+// DRAOptions say whether the placer allocates devices to pods with
+// resourceClaims, with kube-scheduler's DynamicResources plugin and a DRA
+// manager built from Informers as kube-scheduler builds its own.
+type DRAOptions struct {
+	// Enabled runs the DynamicResources plugin. Only one scheduler may
+	// allocate a device at a time: enable it only while this process is
+	// the single active replica, and the API server serves
+	// resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses.
+	Enabled bool
+	// DeviceTaintRules: the API server serves resource.k8s.io/v1
+	// devicetaintrules (read when the DRADeviceTaintRules gate is on).
+	DeviceTaintRules bool
+	// Refusal is the reason pods with resourceClaims are refused when
+	// Enabled is false (default ErrReasonDRA).
+	Refusal string
 }
 
 // Placer runs the placement part of the cycle.
@@ -125,6 +160,8 @@ type Placer struct {
 	selectors *selectorMemo
 
 	synced chan struct{}
+	// dra: the DynamicResources plugin runs.
+	dra bool
 	// mu serialises scheduling cycles (Lock).
 	mu        sync.Mutex
 	nextStart int
@@ -145,8 +182,19 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 		selectors:     newSelectorMemo(),
 		synced:        make(chan struct{}),
 	}
+	refusal := ""
+	var dra fwk.SharedDRAManager
+	if opts.DRA.Enabled {
+		m, err := newDRAManager(ctx, opts.Client, opts.Informers, opts.DRA.DeviceTaintRules)
+		if err != nil {
+			return nil, err
+		}
+		dra, p.dra = m, true
+	} else {
+		refusal = cmp.Or(opts.DRA.Refusal, ErrReasonDRA)
+	}
 	reg := plugins.NewInTreeRegistry()
-	for name, factory := range registry(opts.Cache, p.selectors) {
+	for name, factory := range registry(opts.Cache, p.selectors, refusal) {
 		if err := reg.Register(name, factory); err != nil {
 			return nil, fmt.Errorf("registering plugin %s: %w", name, err)
 		}
@@ -157,7 +205,7 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 	for _, strategy := range []bindgatev1alpha1.ScoringStrategyType{
 		bindgatev1alpha1.LeastAllocated, bindgatev1alpha1.MostAllocated, bindgatev1alpha1.BalancedAllocation,
 	} {
-		prof, err := Profile(strategy, opts.PercentageOfNodesToScore)
+		prof, err := Profile(strategy, opts.PercentageOfNodesToScore, opts.DRA.Enabled)
 		if err != nil {
 			return nil, err
 		}
@@ -165,6 +213,7 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 			frameworkruntime.WithClientSet(opts.Client),
 			frameworkruntime.WithInformerFactory(opts.Informers),
 			frameworkruntime.WithSharedCSIManager(csi),
+			frameworkruntime.WithSharedDRAManager(dra),
 			frameworkruntime.WithSnapshotSharedLister(p.snapshot),
 			frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("placement")),
 		)
@@ -175,6 +224,39 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 		p.placementOnly[fw] = placementOnlyKeys(fw.ListPlugins())
 	}
 	return p, nil
+}
+
+// newDRAManager builds the DRA manager the DynamicResources plugin reads
+// (claims with the allocations in flight, slices, classes) from factory, as
+// kube-scheduler's scheduler.New builds it, with the DRA feature gates at
+// their defaults. The informers start with the factory.
+func newDRAManager(ctx context.Context, client kubernetes.Interface, factory informers.SharedInformerFactory, taintRulesServed bool) (*dynamicresources.DefaultDRAManager, error) {
+	logger := klog.FromContext(ctx)
+	claims := assumecache.NewAssumeCache(logger, factory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+	opts := resourceslicetracker.Options{
+		EnableDeviceTaintRules:   taintRulesServed && utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
+		EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+		SliceInformer:            factory.Resource().V1().ResourceSlices(),
+		KubeClient:               client,
+	}
+	if opts.EnableDeviceTaintRules {
+		opts.TaintInformer = factory.Resource().V1().DeviceTaintRules()
+	}
+	tracker, err := resourceslicetracker.StartTracker(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the ResourceSlice tracker: %w", err)
+	}
+	m := dynamicresources.NewDRAManager(ctx, claims, tracker, factory)
+	if utilfeature.DefaultFeatureGate.Enabled(features.DRAExtendedResource) {
+		// The extended-resource names of device classes, which
+		// NodeResourcesFit and DynamicResources read.
+		if er, ok := m.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache); ok {
+			if _, err := factory.Resource().V1().DeviceClasses().Informer().AddEventHandler(er); err != nil {
+				return nil, fmt.Errorf("watching DeviceClasses: %w", err)
+			}
+		}
+	}
+	return m, nil
 }
 
 // placementOnlyKeys returns the cycle-state keys that only the scheduling
@@ -224,6 +306,9 @@ func (p *Placer) Start(ctx context.Context) error {
 	<-ctx.Done()
 	return nil
 }
+
+// DRA says whether the placer allocates devices (DRAOptions.Enabled).
+func (p *Placer) DRA() bool { return p.dra }
 
 // NeedLeaderElection is false: a standby replica keeps its caches warm.
 func (p *Placer) NeedLeaderElection() bool { return false }

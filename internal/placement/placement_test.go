@@ -287,7 +287,7 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 // what bindgate does not run, plus the policy's plugins; the strategy
 // becomes NodeResourcesFit's scoring strategy.
 func TestProfile(t *testing.T) {
-	prof, err := Profile(bindgatev1alpha1.MostAllocated, 0)
+	prof, err := Profile(bindgatev1alpha1.MostAllocated, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +317,36 @@ func TestProfile(t *testing.T) {
 		}
 		if args, ok := pc.Args.(*config.PodTopologySpreadArgs); ok && args.DefaultingType != config.SystemDefaulting {
 			t.Errorf("PodTopologySpread defaulting %s, want the system defaults", args.DefaultingType)
+		}
+	}
+}
+
+// TestProfileDRA: with dra, DynamicResources is in the profile with
+// kube-scheduler's weight; each strategy's profile has a name of its own
+// (the plugin keys a shared pod index by it).
+func TestProfileDRA(t *testing.T) {
+	weight := func(prof *config.KubeSchedulerProfile) (int32, bool) {
+		for _, p := range prof.Plugins.MultiPoint.Enabled {
+			if p.Name == names.DynamicResources {
+				return p.Weight, true
+			}
+		}
+		return 0, false
+	}
+	seen := map[string]bindgatev1alpha1.ScoringStrategyType{}
+	for _, strategy := range []bindgatev1alpha1.ScoringStrategyType{bindgatev1alpha1.LeastAllocated, bindgatev1alpha1.MostAllocated, bindgatev1alpha1.BalancedAllocation} {
+		for _, dra := range []bool{false, true} {
+			prof, err := Profile(strategy, 0, dra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := weight(prof); ok != dra || (ok && w != 2) {
+				t.Errorf("%s, dra=%v: DynamicResources in the profile = %v (weight %d)", strategy, dra, ok, w)
+			}
+			if other, dup := seen[prof.SchedulerName]; dup && other != strategy {
+				t.Errorf("profiles of %s and %s share the name %q", other, strategy, prof.SchedulerName)
+			}
+			seen[prof.SchedulerName] = strategy
 		}
 	}
 }

@@ -50,8 +50,14 @@ const (
 	// ErrReasonOutsideDomain is the reason a node outside the topology
 	// domain a gang is being placed in is not considered.
 	ErrReasonOutsideDomain = "node(s) outside the gang's topology domain"
-	// ErrReasonDRA is the reason a pod with resourceClaims is refused.
-	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate does not allocate; schedule it with kube-scheduler"
+	// ErrReasonDRA is the reason a pod with resourceClaims is refused
+	// while bindgate does not allocate devices: its replicas may run side
+	// by side (--leader-elect=false), and devices held by one replica's
+	// reservations are not visible to another.
+	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate allocates only as the single active replica (--leader-elect=true); schedule it with kube-scheduler"
+	// ErrReasonDRANotServed is the reason a pod with resourceClaims is
+	// refused when the API server does not serve resource.k8s.io/v1.
+	ErrReasonDRANotServed = "pod uses dynamic resource allocation (spec.resourceClaims), and the API server does not serve resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses"
 )
 
 // policyStateKey holds the policy of the pod's cycle in the CycleState.
@@ -179,8 +185,9 @@ func (policyCapacity) Filter(_ context.Context, state fwk.CycleState, _ *corev1.
 }
 
 // unsupported refuses, with a reason, the pods bindgate cannot place
-// correctly: those that need dynamic resource allocation.
-type unsupported struct{}
+// correctly: those that need dynamic resource allocation while the
+// DynamicResources plugin is not in the profile (draRefusal says why).
+type unsupported struct{ draRefusal string }
 
 var (
 	_ fwk.PreFilterPlugin = unsupported{}
@@ -189,10 +196,11 @@ var (
 
 func (unsupported) Name() string { return UnsupportedName }
 
-// PreFilter refuses a pod with resourceClaims (Skip otherwise).
-func (unsupported) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if len(pod.Spec.ResourceClaims) > 0 {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDRA)
+// PreFilter refuses a pod with resourceClaims while bindgate does not
+// allocate devices (Skip otherwise).
+func (u unsupported) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if u.draRefusal != "" && len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, u.draRefusal)
 	}
 	return nil, fwk.NewStatus(fwk.Skip)
 }
@@ -205,7 +213,7 @@ func (unsupported) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.Node
 }
 
 // registry lists bindgate's plugins for the framework runtime.
-func registry(c *cache.Cache, selectors *selectorMemo) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+func registry(c *cache.Cache, selectors *selectorMemo, draRefusal string) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error){
 		PolicyNodeSelectorName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return policyNodeSelector{memo: selectors}, nil
@@ -214,7 +222,7 @@ func registry(c *cache.Cache, selectors *selectorMemo) map[string]func(context.C
 			return policyCapacity{cache: c}, nil
 		},
 		UnsupportedName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-			return unsupported{}, nil
+			return unsupported{draRefusal: draRefusal}, nil
 		},
 	}
 }
