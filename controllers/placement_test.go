@@ -422,6 +422,85 @@ func TestDynamicResourcesHeldWhileWaiting(t *testing.T) {
 	}
 }
 
+// TestDynamicResourcesAfterRestart: a pod waiting in Permit when the
+// operator stops holds a recorded reservation but no device (devices in
+// flight live in memory, as in kube-scheduler); the next operator checks the
+// node again with the DynamicResources plugin, allocates its claim and binds
+// it after the approval.
+func TestDynamicResourcesAfterRestart(t *testing.T) {
+	leader := func(o *controllers.Options) { o.LeaderElection = true }
+	stop := startManager(t, 4, leader)
+	pol := uniq("dra-restart")
+	pool(t, pol, withPermit(approvedExpr, 5*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+	node := uniq(pol + "-n")
+	newNode(node).label("pool", pol).create(t)
+	waitReady(t, pol)
+	slice, claim := draObjects(t, pol)
+	slice(node, "gpu-0")
+	ns := namespace(t, nil)
+	claim(ns, "c1")
+	podWithClaim(t, ns, "p1", pol, "c1")
+	eventually(t, 20*time.Second, "p1 waits in Permit, recorded", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 1 && strings.Contains(permittedMessage(t, ns, "p1"), "expression is false"), nil
+	})
+	stop()
+	startManager(t, 4, leader)
+	p := getPod(t, ns, "p1")
+	p.Annotations = map[string]string{approvedAnnotation: "true"}
+	if err := env.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "p1 bound after the restart and the approval", func() (bool, error) {
+		return getPod(t, ns, "p1").Spec.NodeName == node, nil
+	})
+	if a := getClaim(t, ns, "c1").Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" {
+		t.Errorf("claim c1 allocation = %+v, want gpu-0", a)
+	}
+}
+
+// TestDynamicResourcesDeallocated: a claim allocated (reserved for nobody)
+// on a device of a node that no longer takes the pod is deallocated by
+// DynamicResources' PostFilter, as kube-scheduler does, and allocated again
+// on a node that does: the pod is not stuck behind its old allocation.
+func TestDynamicResourcesDeallocated(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
+	pol := uniq("dra-dealloc")
+	pool(t, pol)
+	gone, other := uniq(pol+"-n"), uniq(pol+"-n")
+	newNode(gone).label("pool", pol).cordoned().create(t)
+	newNode(other).label("pool", pol).create(t)
+	waitReady(t, pol)
+	slice, claim := draObjects(t, pol)
+	slice(gone, "gpu-0")
+	slice(other, "gpu-1")
+	ns := namespace(t, nil)
+	claim(ns, "c1")
+	// Allocated on the cordoned node, as a bind that failed there would
+	// have left it.
+	c := getClaim(t, ns, "c1")
+	c.Status.Allocation = &resourcev1.AllocationResult{
+		Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: pol + ".bindgate.test", Pool: gone, Device: "gpu-0",
+		}}},
+		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{gone}}},
+		}}},
+	}
+	if err := env.Client.Status().Update(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	podWithClaim(t, ns, "p1", pol, "c1")
+	eventually(t, 20*time.Second, "p1 bound after its claim was allocated again", func() (bool, error) {
+		return getPod(t, ns, "p1").Spec.NodeName != "", nil
+	})
+	if n := getPod(t, ns, "p1").Spec.NodeName; n != other {
+		t.Errorf("p1 bound to %s, want %s", n, other)
+	}
+	if a := getClaim(t, ns, "c1").Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-1" {
+		t.Errorf("claim c1 allocation = %+v, want gpu-1 on %s", a, other)
+	}
+}
+
 // TestDynamicResourcesRefused: a pod with resourceClaims is never bound
 // without its devices: replicas running side by side (no leader election)
 // refuse it with a reason naming DRA.

@@ -37,6 +37,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -121,6 +122,9 @@ func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindga
 		return nil, err
 	}
 	if len(feasible) == 0 {
+		if len(in) == 0 || in[0] == nil {
+			p.postFilter(ctx, fw, state, pod, &diagnosis)
+		}
 		return nil, fitErr()
 	}
 	if len(feasible) == 1 {
@@ -135,6 +139,26 @@ func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindga
 	}
 	best := schedframework.NewSortedScoredNodes(scores).Pop()
 	return &Cycle{Node: best.Name, State: state, fw: fw}, nil
+}
+
+// postFilter runs kube-scheduler's PostFilter plugins for a pod with
+// resourceClaims that no node takes: DynamicResources deallocates a claim
+// allocated for the pod (reserved for nobody else) whose node no longer
+// takes it, so that the next attempt may allocate it elsewhere, and says so
+// in the FitError's message as kube-scheduler does. DefaultPreemption, the
+// other PostFilter plugin of the default profile, is not in bindgate's. The
+// caller does not run it when a gang's topology domain narrowed the nodes:
+// the claim is not what failed there.
+func (p *Placer) postFilter(ctx context.Context, fw schedframework.Framework, state fwk.CycleState, pod *corev1.Pod, diagnosis *schedframework.Diagnosis) {
+	if !p.dra || len(pod.Spec.ResourceClaims) == 0 {
+		return
+	}
+	_, st := fw.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)
+	if st.Code() == fwk.Error {
+		klog.FromContext(ctx).V(2).Info("PostFilter failed", "pod", klog.KObj(pod), "err", st.AsError())
+		return
+	}
+	diagnosis.PostFilterMsg = st.Message()
 }
 
 // numFeasibleNodesToFind is kube-scheduler's adaptive sample size: all
