@@ -28,3 +28,6 @@ func SetSecretMissingRecheck(d time.Duration) (restore func()) {
 
 // LoadSealKey is loadSealKey, for the tests.
 var LoadSealKey = loadSealKey
+
+// DRADenied is draDenied, for the tests.
+var DRADenied = draDenied

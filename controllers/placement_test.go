@@ -27,6 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -498,6 +500,24 @@ func TestDynamicResourcesDeallocated(t *testing.T) {
 	}
 	if a := getClaim(t, ns, "c1").Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-1" {
 		t.Errorf("claim c1 allocation = %+v, want gpu-1 on %s", a, other)
+	}
+}
+
+// TestDRADenied: the operator checks at start that it may do what DRA
+// needs; a process whose RBAC does not allow it refuses DRA pods rather
+// than wait forever for informers that may not list.
+func TestDRADenied(t *testing.T) {
+	if denied := controllers.DRADenied(context.Background(), env.Clientset, true); denied != "" {
+		t.Errorf("the admin is denied %q", denied)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: uniq("no-dra"), Groups: []string{"system:authenticated"}}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if denied := controllers.DRADenied(context.Background(), cs, false); denied != "list resourceclaims" {
+		t.Errorf("a user with no rights is denied %q, want %q", denied, "list resourceclaims")
 	}
 }
 

@@ -21,9 +21,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -190,7 +193,45 @@ func draOptions(ctx context.Context, cs kubernetes.Interface, soleReplica bool) 
 		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: devices are allocated only with leader election (--leader-elect=true)")
 		return placement.DRAOptions{Refusal: placement.ErrReasonDRA}
 	}
-	return placement.DRAOptions{Enabled: true, DeviceTaintRules: served.Has("devicetaintrules")}
+	taintRules := served.Has("devicetaintrules")
+	if denied := draDenied(ctx, cs, taintRules); denied != "" {
+		// Informers that may not list never sync, and no pod would be
+		// placed at all: refuse the DRA pods instead.
+		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: the operator's RBAC does not allow what DRA needs", "denied", denied)
+		return placement.DRAOptions{Refusal: placement.ErrReasonDRAForbidden}
+	}
+	return placement.DRAOptions{Enabled: true, DeviceTaintRules: taintRules}
+}
+
+// draDenied asks the API server (SelfSubjectAccessReview) whether this
+// process may do what the DRA informers and the DynamicResources plugin do,
+// and returns the first thing it may not ("" when everything is allowed).
+func draDenied(ctx context.Context, cs kubernetes.Interface, taintRules bool) string {
+	type access struct{ resource, subresource, verb string }
+	need := []access{
+		{"resourceclaims", "", "list"}, {"resourceclaims", "", "watch"}, {"resourceclaims", "status", "update"},
+		{"resourceslices", "", "list"}, {"resourceslices", "", "watch"},
+		{"deviceclasses", "", "list"}, {"deviceclasses", "", "watch"},
+	}
+	if taintRules {
+		need = append(need, access{"devicetaintrules", "", "list"}, access{"devicetaintrules", "", "watch"})
+	}
+	for _, a := range need {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Group: resourcev1.GroupName, Resource: a.resource, Subresource: a.subresource, Verb: a.verb,
+			},
+		}}
+		got, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		what := a.verb + " " + strings.TrimSuffix(a.resource+"/"+a.subresource, "/")
+		if err != nil {
+			return fmt.Sprintf("%s (%v)", what, err)
+		}
+		if !got.Status.Allowed {
+			return what
+		}
+	}
+	return ""
 }
 
 // newPlacer builds kube-scheduler's framework over the cache, with cs (a

@@ -55,6 +55,9 @@ const (
 	// by side (--leader-elect=false), and devices held by one replica's
 	// reservations are not visible to another.
 	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate allocates only as the single active replica (--leader-elect=true); schedule it with kube-scheduler"
+	// ErrReasonDRAForbidden is the reason a pod with resourceClaims is
+	// refused when the operator may not do what DRA needs.
+	ErrReasonDRAForbidden = "pod uses dynamic resource allocation (spec.resourceClaims), and the operator's RBAC does not allow reading resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses and writing claims' status"
 	// ErrReasonDRANotServed is the reason a pod with resourceClaims is
 	// refused when the API server does not serve resource.k8s.io/v1.
 	ErrReasonDRANotServed = "pod uses dynamic resource allocation (spec.resourceClaims), and the API server does not serve resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses"
