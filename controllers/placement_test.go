@@ -297,6 +297,21 @@ func draObjects(t *testing.T, class string) (slice func(node string, devices ...
 	return slice, claim
 }
 
+// approvalPoolWithDevice creates a policy whose pods wait in Permit until
+// approved, one node in it with one device (gpu-0), and a namespace; it
+// returns them and the claim builder of draObjects.
+func approvalPoolWithDevice(t *testing.T, prefix string) (pol, node, ns string, claim func(ns, name string)) {
+	t.Helper()
+	pol = uniq(prefix)
+	pool(t, pol, withPermit(approvedExpr, 5*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
+	node = uniq(pol + "-n")
+	newNode(node).label("pool", pol).create(t)
+	waitReady(t, pol)
+	slice, claim := draObjects(t, pol)
+	slice(node, "gpu-0")
+	return pol, node, namespace(t, nil), claim
+}
+
 // podWithClaim creates a gated pod of policy pol using ResourceClaim claim.
 func podWithClaim(t *testing.T, ns, name, pol, claim string, mutate ...func(*podBuilder)) {
 	t.Helper()
@@ -381,14 +396,7 @@ func TestDynamicResourcesAllocated(t *testing.T) {
 // DynamicResources plugin again.
 func TestDynamicResourcesHeldWhileWaiting(t *testing.T) {
 	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
-	pol := uniq("dra-wait")
-	pool(t, pol, withPermit(approvedExpr, 5*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
-	node := uniq(pol + "-n")
-	newNode(node).label("pool", pol).create(t)
-	waitReady(t, pol)
-	slice, claim := draObjects(t, pol)
-	slice(node, "gpu-0")
-	ns := namespace(t, nil)
+	pol, node, ns, claim := approvalPoolWithDevice(t, "dra-wait")
 	claim(ns, "c1")
 	claim(ns, "c2")
 	podWithClaim(t, ns, "p1", pol, "c1")
@@ -432,14 +440,7 @@ func TestDynamicResourcesHeldWhileWaiting(t *testing.T) {
 func TestDynamicResourcesAfterRestart(t *testing.T) {
 	leader := func(o *controllers.Options) { o.LeaderElection = true }
 	stop := startManager(t, 4, leader)
-	pol := uniq("dra-restart")
-	pool(t, pol, withPermit(approvedExpr, 5*time.Minute, bindgatev1alpha1.PermitTimeoutReject))
-	node := uniq(pol + "-n")
-	newNode(node).label("pool", pol).create(t)
-	waitReady(t, pol)
-	slice, claim := draObjects(t, pol)
-	slice(node, "gpu-0")
-	ns := namespace(t, nil)
+	pol, node, ns, claim := approvalPoolWithDevice(t, "dra-restart")
 	claim(ns, "c1")
 	podWithClaim(t, ns, "p1", pol, "c1")
 	eventually(t, 20*time.Second, "p1 waits in Permit, recorded", func() (bool, error) {

@@ -24,7 +24,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // RegisterDRA requeues pods on the DRA events that can make them
@@ -48,10 +47,8 @@ func (h *Handlers) RegisterDRA(ctx context.Context, factory informers.SharedInfo
 		}
 	}
 	_, err := factory.Resource().V1().ResourceClaims().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { h.onResourceClaim(ctx, nil, o) },
-		UpdateFunc: func(old, o any) {
-			h.onResourceClaim(ctx, old, o)
-		},
+		AddFunc:    func(o any) { h.onResourceClaim(ctx, nil, o) },
+		UpdateFunc: func(old, o any) { h.onResourceClaim(ctx, old, o) },
 		DeleteFunc: func(o any) {
 			if c, ok := unwrap(o).(*resourcev1.ResourceClaim); ok && c.Status.Allocation != nil {
 				h.Queue.MoveAllToActive()
@@ -76,16 +73,7 @@ func (h *Handlers) onResourceClaim(ctx context.Context, oldObj, obj any) {
 		h.Queue.MoveAllToActive()
 		return
 	}
-	var pods corev1.PodList
-	if err := h.Reader.List(ctx, &pods, client.InNamespace(claim.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return
-	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if h.Responsible(pod) && usesClaim(pod, claim.Name) {
-			h.Queue.MoveToActive(client.ObjectKeyFromObject(pod))
-		}
-	}
+	h.requeueUsers(ctx, claim.Namespace, func(pod *corev1.Pod) bool { return usesClaim(pod, claim.Name) })
 }
 
 // usesClaim says whether pod uses the ResourceClaim name: by name, or as the

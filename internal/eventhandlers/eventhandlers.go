@@ -216,13 +216,21 @@ func (h *Handlers) onClaim(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	h.requeueUsers(ctx, pvc.Namespace, func(pod *corev1.Pod) bool {
+		return slices.Contains(permit.ClaimNames(pod), pvc.Name)
+	})
+}
+
+// requeueUsers requeues the pods of namespace ns that bindgate schedules
+// and that uses says use the object that changed.
+func (h *Handlers) requeueUsers(ctx context.Context, ns string, uses func(*corev1.Pod) bool) {
 	var pods corev1.PodList
-	if err := h.Reader.List(ctx, &pods, client.InNamespace(pvc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := h.Reader.List(ctx, &pods, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if h.Responsible(pod) && slices.Contains(permit.ClaimNames(pod), pvc.Name) {
+		if h.Responsible(pod) && uses(pod) {
 			h.Queue.MoveToActive(client.ObjectKeyFromObject(pod))
 		}
 	}
