@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"sort"
 	"time"
 
@@ -147,7 +148,7 @@ func shape(p *corev1.Pod, i int, kind string) {
 }
 
 // ungate lifts foreignGate from every pod that has it, with 32 workers.
-func ungate(ctx context.Context, cs kubernetes.Interface) {
+func ungate(ctx context.Context, cs kubernetes.Interface, lifted *atomic.Int64) {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "ungate"})
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("bench"))
 	inf := f.Core().V1().Pods().Informer()
@@ -171,8 +172,12 @@ func ungate(ctx context.Context, cs kubernetes.Interface) {
 					p := obj.(*corev1.Pod).DeepCopy()
 					if hasGate(p, foreignGate) {
 						p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == foreignGate })
-						if _, err := cs.CoreV1().Pods("bench").Update(ctx, p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
-							q.AddRateLimited(name)
+						if _, err := cs.CoreV1().Pods("bench").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+							if ctx.Err() == nil {
+								q.AddRateLimited(name)
+							}
+						} else {
+							lifted.Add(1)
 						}
 					}
 				}
