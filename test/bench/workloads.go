@@ -20,8 +20,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
