@@ -91,6 +91,10 @@ type result struct {
 	Gangs        bool
 	WritesPerPod float64
 	Writes       map[string]float64 // by resource/verb
+	// EtcdPodReadsPerPod counts the API server's reads of single pods
+	// from etcd per bound pod: a write whose watch-cache copy of the pod
+	// was stale is retried after one.
+	EtcdPodReadsPerPod float64
 	// WriteLatency is the API server's mean time per write, by resource/verb.
 	WriteLatency map[string]float64
 	P50, P99     time.Duration
@@ -185,6 +189,7 @@ func main() {
 				sort.Strings(lat)
 				fmt.Printf("   API server time per write: %s\n", strings.Join(lat, ", "))
 				fmt.Printf("   CPU ms per bound pod: %s\n", formatMap(r.CPU, "%.2f"))
+				fmt.Printf("   etcd reads of a pod per bound pod: %.3f\n", r.EtcdPodReadsPerPod)
 				if len(r.APIServerByKind) > 0 {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
 				}
@@ -597,6 +602,7 @@ leaderElection:
 		return fail(err)
 	}
 	after := writeCounts(apiAfter)
+	res.EtcdPodReadsPerPod = (etcdPodReads(apiAfter) - etcdPodReads(apiBefore)) / float64(want)
 	res.CPU = perPod(cpuBefore, cp.cpu(ctx, apiAfter, contender, pid), want)
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
@@ -750,6 +756,27 @@ func writeCounts(raw []byte) map[string]float64 {
 		out[key] += v
 	}
 	return out
+}
+
+// etcdPodReads is the API server's count of single-pod reads from etcd
+// (etcd_request_duration_seconds_count, operation "get", resource "pods").
+func etcdPodReads(raw []byte) float64 {
+	const m = "etcd_request_duration_seconds_count{"
+	var n float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, m) {
+			continue
+		}
+		labels := parseLabels(line[len(m):strings.LastIndex(line, "}")])
+		if labels["operation"] != "get" || labels["resource"] != "pods" {
+			continue
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			n += v
+		}
+	}
+	return n
 }
 
 func parseLabels(s string) map[string]string {

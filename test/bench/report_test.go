@@ -156,3 +156,15 @@ func TestCPUReaders(t *testing.T) {
 		t.Errorf("perPod (-want +got):\n%s", diff)
 	}
 }
+
+func TestEtcdPodReads(t *testing.T) {
+	page := `# HELP etcd_request_duration_seconds ...
+etcd_request_duration_seconds_count{group="",operation="get",resource="pods"} 27
+etcd_request_duration_seconds_count{group="",operation="update",resource="pods"} 3000
+etcd_request_duration_seconds_count{group="",operation="get",resource="nodes"} 5
+etcd_request_duration_seconds_sum{group="",operation="get",resource="pods"} 0.5
+`
+	if got := etcdPodReads([]byte(page)); got != 27 {
+		t.Errorf("etcdPodReads = %v, want 27", got)
+	}
+}
