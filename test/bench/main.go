@@ -25,6 +25,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -397,7 +398,10 @@ func waitSchedulerReady(ctx context.Context, cs kubernetes.Interface) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-scheduler did not bind the probe pod in 2 minutes (last error: %v)", err)
+			if err != nil {
+				return fmt.Errorf("kube-scheduler did not bind the probe pod in 2 minutes: %w", err)
+			}
+			return errors.New("kube-scheduler did not bind the probe pod in 2 minutes")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -511,8 +515,6 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			}()
 		}
 	case KubeScheduler, UngateKubeScheduler:
-		if contender == UngateKubeScheduler {
-		}
 		cfgPath := filepath.Join(cp.dir, "scheduler.yaml")
 		cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
