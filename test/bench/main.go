@@ -720,64 +720,60 @@ func (cp *controlPlane) apiMetrics(ctx context.Context) ([]byte, error) {
 	return raw, nil
 }
 
+// eachSample calls fn with the metric name, labels and value of every
+// labelled sample on a /metrics page whose metric is one of names.
+func eachSample(raw []byte, names []string, fn func(name string, labels map[string]string, v float64)) {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, name := range names {
+			rest, ok := strings.CutPrefix(line, name+"{")
+			if !ok {
+				continue
+			}
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				break
+			}
+			fn(name, parseLabels(rest[:strings.LastIndex(rest, "}")]), v)
+			break
+		}
+	}
+}
+
 // writeCounts reads apiserver_request_total (and the matching
 // apiserver_request_duration_seconds_sum, keyed "seconds ...") for mutating
 // verbs from a /metrics page, keyed by "VERB resource[/subresource]".
 func writeCounts(raw []byte) map[string]float64 {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		prefix := ""
-		for _, m := range []string{"apiserver_request_total{", "apiserver_request_duration_seconds_sum{"} {
-			if strings.HasPrefix(line, m) {
-				prefix = m
-			}
-		}
-		if prefix == "" {
-			continue
-		}
-		labels := parseLabels(line[len(prefix):strings.LastIndex(line, "}")])
+	eachSample(raw, []string{"apiserver_request_total", "apiserver_request_duration_seconds_sum"}, func(name string, labels map[string]string, v float64) {
 		verb := labels["verb"]
 		if verb != "POST" && verb != "PUT" && verb != "PATCH" && verb != "DELETE" && verb != "APPLY" {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
+			return
 		}
 		key := verb + " " + labels["resource"]
 		if labels["subresource"] != "" {
 			key += "/" + labels["subresource"]
 		}
-		if prefix != "apiserver_request_total{" {
+		if name != "apiserver_request_total" {
 			key = "seconds " + key
 		}
 		out[key] += v
-	}
+	})
 	return out
 }
 
 // etcdPodReads is the API server's count of single-pod reads from etcd
 // (etcd_request_duration_seconds_count, operation "get", resource "pods").
 func etcdPodReads(raw []byte) float64 {
-	const m = "etcd_request_duration_seconds_count{"
 	var n float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, m) {
-			continue
-		}
-		labels := parseLabels(line[len(m):strings.LastIndex(line, "}")])
-		if labels["operation"] != "get" || labels["resource"] != "pods" {
-			continue
-		}
-		fields := strings.Fields(line)
-		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+	eachSample(raw, []string{"etcd_request_duration_seconds_count"}, func(_ string, labels map[string]string, v float64) {
+		if labels["operation"] == "get" && labels["resource"] == "pods" {
 			n += v
 		}
-	}
+	})
 	return n
 }
 

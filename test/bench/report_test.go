@@ -168,3 +168,17 @@ etcd_request_duration_seconds_sum{group="",operation="get",resource="pods"} 0.5
 		t.Errorf("etcdPodReads = %v, want 27", got)
 	}
 }
+
+func TestWriteCounts(t *testing.T) {
+	page := `apiserver_request_total{code="201",resource="pods",subresource="binding",verb="POST"} 3000
+apiserver_request_total{code="409",resource="pods",subresource="",verb="PUT"} 2
+apiserver_request_total{code="200",resource="pods",subresource="",verb="PUT"} 3000
+apiserver_request_total{code="200",resource="pods",subresource="",verb="GET"} 7
+apiserver_request_duration_seconds_sum{resource="events",subresource="",verb="POST"} 1.5
+apiserver_request_duration_seconds_count{resource="events",subresource="",verb="POST"} 3000
+`
+	want := map[string]float64{"POST pods/binding": 3000, "PUT pods": 3002, "seconds POST events": 1.5}
+	if diff := cmp.Diff(want, writeCounts([]byte(page))); diff != "" {
+		t.Errorf("writeCounts (-want +got):\n%s", diff)
+	}
+}
