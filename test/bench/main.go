@@ -669,12 +669,13 @@ leaderElection:
 	}
 	res.WritesPerPod = total / float64(want)
 
-	// The profile gives shares; the API server's CPU per pod over the whole
-	// run gives the scale.
+	// The profile gives shares (taken after the first bind); the API
+	// server's CPU per pod over the first-bind..last-bind window gives the
+	// scale.
 	if shares := <-profiled; len(shares) > 0 {
 		res.APIServerByKind = map[string]float64{}
 		for k, v := range shares {
-			res.APIServerByKind[k] = v * res.CPU["kube-apiserver"]
+			res.APIServerByKind[k] = v * res.WindowCPU["kube-apiserver"]
 		}
 	}
 

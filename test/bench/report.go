@@ -156,7 +156,11 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 		if byProc[r.Contender] == nil {
 			byProc[r.Contender] = map[string][]float64{}
 		}
-		for k, v := range r.CPU {
+		cpu := r.WindowCPU
+		if len(cpu) == 0 {
+			cpu = r.CPU
+		}
+		for k, v := range cpu {
 			byProc[r.Contender][k] = append(byProc[r.Contender][k], v)
 		}
 		if len(r.APIServerByKind) > 0 && byKind[r.Contender] == nil {
@@ -169,7 +173,7 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 	if len(byProc) == 0 {
 		return
 	}
-	b.WriteString("\nCPU per bound pod (ms, medians; the contender's own process, etcd, kube-apiserver):\n\n")
+	b.WriteString("\nCPU per bound pod from the first bind to the last, the window pods/s is measured over (ms, medians; the contender's own process, etcd, kube-apiserver):\n\n")
 	b.WriteString("| contender | own process | etcd | kube-apiserver | total |\n|---|---|---|---|---|\n")
 	for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, UngateKubeScheduler, RawBind} {
 		m, ok := byProc[c]

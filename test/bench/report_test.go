@@ -19,6 +19,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +181,58 @@ apiserver_request_duration_seconds_count{resource="events",subresource="",verb="
 	want := map[string]float64{"POST pods/binding": 3000, "PUT pods": 3002, "seconds POST events": 1.5}
 	if diff := cmp.Diff(want, writeCounts([]byte(page))); diff != "" {
 		t.Errorf("writeCounts (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderCPU: the table shows the CPU over the first-bind..last-bind
+// window where a run measured it, the whole run's otherwise, as medians.
+func TestRenderCPU(t *testing.T) {
+	cases := map[string]struct {
+		results []result
+		want    string
+	}{
+		"window preferred": {
+			results: []result{{
+				Contender: KubeScheduler, Workload: "w",
+				CPU:       map[string]float64{KubeScheduler: 3, "etcd": 1, "kube-apiserver": 4},
+				WindowCPU: map[string]float64{KubeScheduler: 2, "etcd": 0.5, "kube-apiserver": 3},
+			}},
+			want: "| kube-scheduler | 2.00 | 0.50 | 3.00 | 5.50 |\n",
+		},
+		"whole run without a window, median of three": {
+			results: []result{
+				{Contender: Bindgate, Workload: "w", CPU: map[string]float64{Bindgate: 1, "etcd": 1, "kube-apiserver": 1}},
+				{Contender: Bindgate, Workload: "w", CPU: map[string]float64{Bindgate: 2, "etcd": 2, "kube-apiserver": 2}},
+				{Contender: Bindgate, Workload: "w", CPU: map[string]float64{Bindgate: 9, "etcd": 9, "kube-apiserver": 9}},
+				{Contender: Bindgate, Workload: "other", CPU: map[string]float64{Bindgate: 50, "etcd": 50, "kube-apiserver": 50}},
+			},
+			want: "| bindgate | 2.00 | 2.00 | 2.00 | 6.00 |\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			renderCPU(&b, tc.results, "w")
+			const header = "|---|---|---|---|---|\n"
+			got := b.String()
+			i := strings.Index(got, header)
+			if i < 0 {
+				t.Fatalf("no CPU table in:\n%s", got)
+			}
+			if diff := cmp.Diff(tc.want, got[i+len(header):]); diff != "" {
+				t.Errorf("CPU table rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPerPod: CPU per pod between two snapshots, only for processes in
+// both.
+func TestPerPod(t *testing.T) {
+	before := cpuSnapshot{"etcd": time.Second, "kube-apiserver": 2 * time.Second}
+	after := cpuSnapshot{"etcd": 3 * time.Second, "kube-apiserver": 6 * time.Second, "bindgate": time.Second}
+	want := map[string]float64{"etcd": 1, "kube-apiserver": 2}
+	if diff := cmp.Diff(want, perPod(before, after, 2000)); diff != "" {
+		t.Errorf("perPod (-want +got):\n%s", diff)
 	}
 }
