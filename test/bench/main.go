@@ -136,8 +136,13 @@ func main() {
 		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run, from just after its first bind, to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
+		running   = flag.Bool("allow-running", false, "Run even when a kube-apiserver, etcd, kube-scheduler or bindgate process is already running on this machine (by default the bench refuses: it would share the CPU with every contender).")
 	)
 	flag.Parse()
+	if strays := strayProcesses("/proc", benchProcesses); len(strays) > 0 && !*running {
+		fmt.Fprintf(os.Stderr, "refusing to start: these processes would share the machine with every contender (an interrupted bench leaves its control plane running):\n  %s\nstop them, or pass -allow-running\n", strings.Join(strays, "\n  "))
+		os.Exit(2)
+	}
 	ctrllog.SetLogger(logr.Discard())
 	all := map[string]workload{
 		"500x3000":     {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},

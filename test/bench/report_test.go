@@ -19,6 +19,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,9 +196,9 @@ func TestRenderCPU(t *testing.T) {
 			results: []result{{
 				Contender: KubeScheduler, Workload: "w",
 				CPU:       map[string]float64{KubeScheduler: 3, "etcd": 1, "kube-apiserver": 4},
-				WindowCPU: map[string]float64{KubeScheduler: 2, "etcd": 0.5, "kube-apiserver": 3},
+				WindowCPU: map[string]float64{KubeScheduler: 2, "etcd": 0.5, "kube-apiserver": 3, KeyOther: 0.25},
 			}},
-			want: "| kube-scheduler | 2.00 | 0.50 | 3.00 | 5.50 |\n",
+			want: "| kube-scheduler | 2.00 | 0.50 | 3.00 | 5.50 | 0.25 |\n",
 		},
 		"whole run without a window, median of three": {
 			results: []result{
@@ -206,14 +207,14 @@ func TestRenderCPU(t *testing.T) {
 				{Contender: Bindgate, Workload: "w", CPU: map[string]float64{Bindgate: 9, "etcd": 9, "kube-apiserver": 9}},
 				{Contender: Bindgate, Workload: "other", CPU: map[string]float64{Bindgate: 50, "etcd": 50, "kube-apiserver": 50}},
 			},
-			want: "| bindgate | 2.00 | 2.00 | 2.00 | 6.00 |\n",
+			want: "| bindgate | 2.00 | 2.00 | 2.00 | 6.00 | – |\n",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
 			renderCPU(&b, tc.results, "w")
-			const header = "|---|---|---|---|---|\n"
+			const header = "|---|---|---|---|---|---|\n"
 			got := b.String()
 			i := strings.Index(got, header)
 			if i < 0 {
@@ -234,5 +235,47 @@ func TestPerPod(t *testing.T) {
 	want := map[string]float64{"etcd": 1, "kube-apiserver": 2}
 	if diff := cmp.Diff(want, perPod(before, after, 2000)); diff != "" {
 		t.Errorf("perPod (-want +got):\n%s", diff)
+	}
+}
+
+// TestStrayProcesses: a process is named by its program's base name,
+// whatever its directory and arguments; other programs, and entries that
+// are not processes, are not.
+func TestStrayProcesses(t *testing.T) {
+	proc := t.TempDir()
+	for pid, cmdline := range map[string]string{
+		"101":  "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
+		"102":  "/work/main/bin/etcd\x00--data-dir=/tmp/x\x00",
+		"103":  "/usr/bin/bash\x00/work/main/bin/etcd\x00",
+		"104":  "bindgate-helper\x00",
+		"105":  "",
+		"self": "/work/main/bin/bindgate\x00",
+	} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "cmdline"), []byte(cmdline), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strayProcesses(proc, benchProcesses)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"101 kube-apiserver", "102 etcd"}, got); diff != "" {
+		t.Errorf("strayProcesses (-want +got):\n%s", diff)
+	}
+}
+
+// TestMachineBusy: busy time is user, nice, system, irq, softirq and steal,
+// in ticks of 10 ms; idle and iowait are not.
+func TestMachineBusy(t *testing.T) {
+	got, err := machineBusy([]byte("cpu  100 2 30 5000 40 5 6 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 150 * 10 * time.Millisecond; got != want {
+		t.Errorf("machineBusy = %v, want %v", got, want)
+	}
+	if _, err := machineBusy([]byte("intr 1 2 3\n")); err == nil {
+		t.Error("machineBusy of a page without the cpu line: want an error")
 	}
 }
