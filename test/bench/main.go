@@ -131,7 +131,7 @@ func main() {
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
-		only2     = flag.String("contenders", "bindgate,bindgate-schedulername,kube-scheduler,ungate+kube-scheduler,raw-bind", "Comma-separated contenders to run.")
+		only2     = flag.String("contenders", "bindgate,ungate+kube-scheduler,bindgate-schedulername,kube-scheduler,raw-bind", "Comma-separated contenders to run, in this order (reversed every other repetition); each next to its baseline, so that a pair's ratio is taken at one state of the machine.")
 		heap      = flag.String("heap", "", "Write a heap profile of bindgate's first run, taken once every pod is bound, to this file.")
 		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run, from just after its first bind, to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")

@@ -82,7 +82,7 @@ func render(workloads []string, results []result, args []string) string {
 	b.WriteString(".\n\n")
 	b.WriteString("Each contender runs as its own process against a **fresh** control plane (etcd + kube-apiserver v1.37.2 built from pinned modules), ")
 	b.WriteString("with every node (Ready, untainted, 32 CPU / 128Gi / 110 pods) and pod (100m / 128Mi) created before it starts. ")
-	b.WriteString("Contenders alternate order between repetitions; figures are medians. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
+	b.WriteString("Contenders alternate order between repetitions, each next to its baseline; figures are medians, and the ratios of each pair run side by side are listed under each table. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
 	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false --durable-reservations=waiting` (a single replica).\n")
 	b.WriteString("- **bindgate-schedulername** (for comparison): the same, but the pods are not gated and name `schedulerName: bindgate` (what the pod webhook's `--pod-webhook-mode=scheduler-name` does) — no gate to remove, so the same writes as kube-scheduler.\n")
 	b.WriteString("- **kube-scheduler** v1.37.2 from the same pinned module: ungated pods, default profile, `clientConnection.qps/burst` 5000, leader election off.\n")
@@ -123,6 +123,7 @@ func render(workloads []string, results []result, args []string) string {
 				fmt.Fprintf(&b, "\n> %s failed once: %s\n", c, e)
 			}
 		}
+		renderPairs(&b, results, w)
 		renderGangs(&b, results, w)
 		renderCPU(&b, results, w)
 		for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler} {
@@ -274,5 +275,55 @@ func renderGangs(b *strings.Builder, results []result, w string) {
 		if len(gps) > 0 {
 			fmt.Fprintf(b, "\n%s: %.1f gangs/s, %.0f%% of gangs within one rack.\n", c, median(gps), 100*median(frac))
 		}
+	}
+}
+
+// pairs are the comparisons the acceptance targets name: each contender
+// against its baseline.
+var pairs = []struct{ contender, baseline, name string }{
+	{BindgateSchedulerName, KubeScheduler, "schedulerName bindgate × kube-scheduler"},
+	{Bindgate, UngateKubeScheduler, "gated bindgate × ungate+kube-scheduler"},
+}
+
+// renderPairs writes each contender's ratio to its baseline repetition by
+// repetition. The two run next to each other in every repetition (the
+// default contender order puts them side by side, and reversing the order
+// keeps them so), so a ratio of one pair is taken at one state of the
+// machine, while the medians of the table above may come from different
+// ones.
+func renderPairs(b *strings.Builder, results []result, workload string) {
+	pps := map[string]map[int]float64{}
+	for _, r := range results {
+		if r.Workload != workload || r.Err != "" || r.PodsPerSec == 0 {
+			continue
+		}
+		if pps[r.Contender] == nil {
+			pps[r.Contender] = map[int]float64{}
+		}
+		pps[r.Contender][r.Rep] = r.PodsPerSec
+	}
+	var lines []string
+	for _, p := range pairs {
+		var reps []int
+		for rep := range pps[p.contender] {
+			if _, ok := pps[p.baseline][rep]; ok {
+				reps = append(reps, rep)
+			}
+		}
+		if len(reps) == 0 {
+			continue
+		}
+		sort.Ints(reps)
+		var ratios []float64
+		var parts []string
+		for _, rep := range reps {
+			r := pps[p.contender][rep] / pps[p.baseline][rep]
+			ratios = append(ratios, r)
+			parts = append(parts, fmt.Sprintf("%.2f", r))
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s (median %.2f)", p.name, strings.Join(parts, ", "), median(ratios)))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(b, "\nPer repetition (each pair run side by side): %s.\n", strings.Join(lines, "; "))
 	}
 }

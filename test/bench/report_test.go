@@ -279,3 +279,46 @@ func TestMachineBusy(t *testing.T) {
 		t.Error("machineBusy of a page without the cpu line: want an error")
 	}
 }
+
+// TestRenderPairs: each contender against its baseline, repetition by
+// repetition, only where both ran without an error, for the workload asked.
+func TestRenderPairs(t *testing.T) {
+	res := func(c string, rep int, pps float64, err string) result {
+		return result{Contender: c, Workload: "w", Rep: rep, PodsPerSec: pps, Err: err}
+	}
+	cases := map[string]struct {
+		results []result
+		want    string
+	}{
+		"both pairs": {
+			results: []result{
+				res(BindgateSchedulerName, 1, 300, ""), res(KubeScheduler, 1, 200, ""),
+				res(BindgateSchedulerName, 2, 100, ""), res(KubeScheduler, 2, 200, ""),
+				res(BindgateSchedulerName, 3, 200, ""), res(KubeScheduler, 3, 200, ""),
+				res(Bindgate, 1, 90, ""), res(UngateKubeScheduler, 1, 100, ""),
+				{Contender: Bindgate, Workload: "other", Rep: 1, PodsPerSec: 1},
+			},
+			want: "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 1.50, 0.50, 1.00 (median 1.00); gated bindgate × ungate+kube-scheduler: 0.90 (median 0.90).\n",
+		},
+		"a failed run leaves its pair out": {
+			results: []result{
+				res(Bindgate, 1, 90, ""), res(UngateKubeScheduler, 1, 100, ""),
+				res(Bindgate, 2, 0, "placement check: node n1 overcommitted"), res(UngateKubeScheduler, 2, 100, ""),
+			},
+			want: "\nPer repetition (each pair run side by side): gated bindgate × ungate+kube-scheduler: 0.90 (median 0.90).\n",
+		},
+		"no baseline": {
+			results: []result{res(Bindgate, 1, 90, "")},
+			want:    "",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			renderPairs(&b, tc.results, "w")
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("renderPairs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
