@@ -36,6 +36,10 @@ import (
 // Where CPU goes: every process's CPU seconds per bound pod, and a CPU
 // profile of kube-apiserver split by the kind of request the samples served.
 
+// ticks converts a count of the kernel's clock ticks (USER_HZ, 1/100 s on
+// Linux) into a duration.
+func ticks(n float64) time.Duration { return time.Duration(n * float64(10*time.Millisecond)) }
+
 // procCPU is a process's user+system CPU time from /proc/PID/stat.
 func procCPU(pid int) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -48,10 +52,10 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	// utime and stime are fields 14 and 15 of stat (11 and 12 here), in
-	// clock ticks of 1/100 s on Linux.
+	// clock ticks.
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return time.Duration((ut + st) * float64(10*time.Millisecond)), nil
+	return ticks(ut + st), nil
 }
 
 // cpuSnapshot is the CPU time used so far by kube-apiserver, etcd and the
@@ -213,15 +217,15 @@ func machineBusy(stat []byte) (time.Duration, error) {
 	if len(f) < 9 || f[0] != "cpu" {
 		return 0, fmt.Errorf("unexpected /proc/stat line %q", line)
 	}
-	var ticks float64
+	var n float64
 	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
 		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil {
 			return 0, fmt.Errorf("parsing /proc/stat: %w", err)
 		}
-		ticks += v
+		n += v
 	}
-	return time.Duration(ticks * float64(10*time.Millisecond)), nil
+	return ticks(n), nil
 }
 
 // KeyOther names, in a cpuSnapshot, the machine's busy time not spent by

@@ -424,10 +424,23 @@ type tracker struct {
 	created map[string]time.Time
 	bound   map[string]time.Time
 	count   atomic.Int64
+	// firstBound is closed when the first pod is seen bound.
+	firstBound chan struct{}
+}
+
+// waitFirstBound blocks until the first pod is seen bound and says whether
+// it was (false: ctx ended first).
+func (t *tracker) waitFirstBound(ctx context.Context) bool {
+	select {
+	case <-t.firstBound:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func newTracker(ctx context.Context, cs kubernetes.Interface) *tracker {
-	t := &tracker{created: map[string]time.Time{}, bound: map[string]time.Time{}}
+	t := &tracker{created: map[string]time.Time{}, bound: map[string]time.Time{}, firstBound: make(chan struct{})}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("bench"))
 	inf := f.Core().V1().Pods().Informer()
 	onPod := func(obj any) {
@@ -439,7 +452,9 @@ func newTracker(ctx context.Context, cs kubernetes.Interface) *tracker {
 		t.mu.Lock()
 		if _, seen := t.bound[p.Name]; !seen {
 			t.bound[p.Name] = now
-			t.count.Add(1)
+			if t.count.Add(1) == 1 {
+				close(t.firstBound)
+			}
 		}
 		t.mu.Unlock()
 	}
@@ -514,8 +529,8 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 			go func() {
 				// The steady state: from just after the first bind (at 5000
 				// nodes the first seconds are the caches' initial lists).
-				for tr.count.Load() == 0 && ctx.Err() == nil {
-					time.Sleep(20 * time.Millisecond)
+				if !tr.waitFirstBound(ctx) {
+					return
 				}
 				time.Sleep(500 * time.Millisecond)
 				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=3").CombinedOutput()
@@ -560,10 +575,9 @@ leaderElection:
 		}
 		go ungate(ctx, cp.ungater, &lifted)
 		go func() {
-			for tr.count.Load() == 0 && ctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond)
+			if tr.waitFirstBound(ctx) {
+				fmt.Printf("   gates lifted before the first bind: %d\n", lifted.Load())
 			}
-			fmt.Printf("   gates lifted before the first bind: %d\n", lifted.Load())
 		}()
 	}
 	// The CPU used so far at the first bind, to measure it over the same
@@ -574,9 +588,7 @@ leaderElection:
 	}
 	atFirstBind := make(chan firstBind, 1)
 	go func() {
-		for tr.count.Load() == 0 && ctx.Err() == nil {
-			time.Sleep(5 * time.Millisecond)
-		}
+		_ = tr.waitFirstBound(ctx) // at ctx's end the snapshot is empty, and unread
 		pid := 0
 		if proc != nil {
 			pid = proc.Process.Pid
@@ -590,8 +602,9 @@ leaderElection:
 	profiled := make(chan map[string]float64, 1)
 	if rc.apiProfile {
 		go func() {
-			for tr.count.Load() == 0 && ctx.Err() == nil {
-				time.Sleep(20 * time.Millisecond)
+			if !tr.waitFirstBound(ctx) {
+				profiled <- nil
+				return
 			}
 			time.Sleep(500 * time.Millisecond)
 			byKind, err := apiserverProfile(ctx, cp.cs, 5*time.Second, rc.profileDir, "apiserver-"+contender+"-"+strings.NewReplacer(" ", "", "/", "-").Replace(w.Name))
