@@ -26,6 +26,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -540,5 +541,188 @@ func TestDynamicResourcesRefused(t *testing.T) {
 	})
 	if n := getPod(t, ns, "gpu").Spec.NodeName; n != "" {
 		t.Errorf("DRA pod bound to %s", n)
+	}
+}
+
+// extendedResourceClass creates a DeviceClass of a driver of its own whose
+// devices back the extended resource it returns (DRAExtendedResource, GA
+// in Kubernetes 1.37), and returns the builder of ResourceSlices of draObjects.
+func extendedResourceClass(t *testing.T, class string) (resourceName corev1.ResourceName, slice func(node string, devices ...string)) {
+	t.Helper()
+	ctx := context.Background()
+	driver := class + ".bindgate.test"
+	resourceName = corev1.ResourceName("bindgate.test/" + class)
+	dc := &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: resourcev1.DeviceClassSpec{
+			Selectors: []resourcev1.DeviceSelector{{
+				CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+			}},
+			ExtendedResourceName: new(string(resourceName)),
+		},
+	}
+	if err := env.Client.Create(ctx, dc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dc) })
+	slice = func(node string, devices ...string) {
+		t.Helper()
+		s := &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: uniq(class + "-slice")},
+			Spec: resourcev1.ResourceSliceSpec{
+				Driver: driver, NodeName: new(node),
+				Pool: resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
+			},
+		}
+		for _, d := range devices {
+			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
+		}
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
+	}
+	return resourceName, slice
+}
+
+// TestDynamicResourcesExtendedResource: a gated pod that requests an
+// extended resource backed by a DeviceClass (no resourceClaims of its own)
+// is handled as kube-scheduler handles it: DynamicResources allocates a
+// device on the node, creates the pod's ResourceClaim in PreBind and records
+// it in the pod's status (extendedResourceClaimStatus), and the pod is
+// bound there; a second pod finds no device left and is refused, unbound.
+func TestDynamicResourcesExtendedResource(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
+	pol := uniq("dra-ext")
+	pool(t, pol)
+	nodes := []string{uniq(pol + "-n"), uniq(pol + "-n")}
+	for _, n := range nodes {
+		newNode(n).label("pool", pol).create(t)
+	}
+	waitReady(t, pol)
+	res, slice := extendedResourceClass(t, pol)
+	// One device, on the second node only.
+	slice(nodes[1], "gpu-0")
+	ns := namespace(t, nil)
+	newPod(ns, "p1").policy(pol).req(res, "1").create(t)
+	bound := settled(t, ns, 1)
+	if bound["p1"] != nodes[1] {
+		t.Fatalf("p1 bound to %q (%s), want %s, the node of the only device", bound["p1"], podScheduledMessage(t, ns, "p1"), nodes[1])
+	}
+	p1 := getPod(t, ns, "p1")
+	st := p1.Status.ExtendedResourceClaimStatus
+	if st == nil || st.ResourceClaimName == "" || len(st.RequestMappings) != 1 || st.RequestMappings[0].ResourceName != string(res) {
+		t.Fatalf("p1 extendedResourceClaimStatus = %+v, want the claim of %s", st, res)
+	}
+	c := getClaim(t, ns, st.ResourceClaimName)
+	if a := c.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" || a.Devices.Results[0].Pool != nodes[1] {
+		t.Fatalf("claim %s allocation = %+v, want gpu-0 of pool %s", c.Name, c.Status.Allocation, nodes[1])
+	}
+	if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != p1.UID {
+		t.Errorf("claim %s reservedFor = %+v, want pod p1 (%s)", c.Name, c.Status.ReservedFor, p1.UID)
+	}
+
+	newPod(ns, "p2").policy(pol).req(res, "1").create(t)
+	eventually(t, 20*time.Second, "p2 refused: no device left", func() (bool, error) {
+		return podScheduledMessage(t, ns, "p2") != "", nil
+	})
+	if n := getPod(t, ns, "p2").Spec.NodeName; n != "" {
+		t.Fatalf("p2 bound to %s without a device", n)
+	}
+	var claims resourcev1.ResourceClaimList
+	if err := env.Client.List(context.Background(), &claims, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 {
+		names := make([]string, 0, len(claims.Items))
+		for _, c := range claims.Items {
+			names = append(names, c.Name)
+		}
+		t.Errorf("claims in %s: %v, want only p1's", ns, names)
+	}
+}
+
+// TestDynamicResourcesExtendedResourceLeftover: the claim of a DRA extended
+// resource that an earlier, failed bind left behind (kube-scheduler's
+// DynamicResources then refuses every node: "cannot schedule extended
+// resource claim") is deleted by its PostFilter, as in kube-scheduler, and
+// the pod is bound with a claim of its own: it is not stuck behind it.
+func TestDynamicResourcesExtendedResourceLeftover(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.LeaderElection = true })
+	ctx := context.Background()
+	pol := uniq("dra-left")
+	pool(t, pol)
+	node := uniq(pol + "-n")
+	newNode(node).label("pool", pol).create(t)
+	waitReady(t, pol)
+	res, slice := extendedResourceClass(t, pol)
+	slice(node, "gpu-0")
+	ns := namespace(t, nil)
+	// Another controller's gate holds the pod after its reservation.
+	const hold = "bindgate.test/hold"
+	b := newPod(ns, "p1").policy(pol).req(res, "1")
+	b.p.Spec.SchedulingGates = append(b.p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: hold})
+	b.create(t)
+	p1 := getPod(t, ns, "p1")
+	leftover := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: "p1-extended-resources-left",
+			Annotations:     map[string]string{resourcev1.ExtendedResourceClaimAnnotation: "true"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p1", UID: p1.UID, Controller: new(true)}},
+		},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+			Name: "container-0-request-0", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: pol},
+		}}}},
+	}
+	if err := env.Client.Create(ctx, leftover); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the other gate lifted", func() (bool, error) {
+		p := getPod(t, ns, "p1")
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: bindgatev1alpha1.SchedulingGate}}
+		if err := env.Client.Update(ctx, p); err != nil {
+			if apierrors.IsConflict(err) {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	})
+	eventually(t, 30*time.Second, "p1 bound", func() (bool, error) {
+		return getPod(t, ns, "p1").Spec.NodeName == node, nil
+	})
+	st := getPod(t, ns, "p1").Status.ExtendedResourceClaimStatus
+	if st == nil || st.ResourceClaimName == leftover.Name {
+		t.Fatalf("p1 extendedResourceClaimStatus = %+v, want a claim other than the leftover %s", st, leftover.Name)
+	}
+	if a := getClaim(t, ns, st.ResourceClaimName).Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" {
+		t.Errorf("claim %s allocation = %+v, want gpu-0", st.ResourceClaimName, a)
+	}
+	var gone resourcev1.ResourceClaim
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(leftover), &gone); err == nil && gone.DeletionTimestamp == nil {
+		t.Errorf("the leftover claim %s is still there", leftover.Name)
+	}
+}
+
+// TestDynamicResourcesExtendedResourceRefused: without DRA (replicas side by
+// side), a pod asking for an extended resource that only a DeviceClass
+// backs is never bound without its device: NodeResourcesFit finds it on no
+// node, as kube-scheduler without DRA does.
+func TestDynamicResourcesExtendedResourceRefused(t *testing.T) {
+	startManager(t, 4)
+	pol := uniq("dra-ext-off")
+	pool(t, pol)
+	node := uniq(pol + "-n")
+	newNode(node).label("pool", pol).create(t)
+	waitReady(t, pol)
+	res, slice := extendedResourceClass(t, pol)
+	slice(node, "gpu-0")
+	ns := namespace(t, nil)
+	newPod(ns, "p1").policy(pol).req(res, "1").create(t)
+	eventually(t, 10*time.Second, "refused", func() (bool, error) {
+		return strings.Contains(podScheduledMessage(t, ns, "p1"), "Insufficient "+string(res)), nil
+	})
+	if n := getPod(t, ns, "p1").Spec.NodeName; n != "" {
+		t.Errorf("pod bound to %s without its device", n)
 	}
 }

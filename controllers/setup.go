@@ -122,6 +122,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Clock:    opts.Clock,
 		Placer:   placer,
 		Binder:   &bind.Binder{Client: mgr.GetClient()},
+		// A status-only conflict on the gate lift is read back from
+		// the API server (see Scheduler.APIReader).
+		APIReader: mgr.GetAPIReader(),
 	}
 	if err := setupHooks(mgr, opts, sched, policies, recorder); err != nil {
 		return err

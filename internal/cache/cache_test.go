@@ -384,3 +384,56 @@ func TestDeletedPodHoldsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestInsufficient: the guard under Reserve words a shortage as
+// NodeResourcesFit does, and leaves alone an extended resource the node does
+// not advertise (a DeviceClass backs it: DynamicResources holds its device).
+func TestInsufficient(t *testing.T) {
+	const gpu, dra = corev1.ResourceName("example.com/gpu"), corev1.ResourceName("bindgate.test/dra")
+	node := testNode("n1", "2")
+	node.Status.Allocatable[gpu] = resource.MustParse("1")
+	pod := func(cpu string, scalar ...corev1.ResourceName) *corev1.Pod {
+		p := testPod("p", cpu)
+		for _, s := range scalar {
+			p.Spec.Containers[0].Resources.Requests[s] = resource.MustParse("1")
+		}
+		return p
+	}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		"fits":                                 {pod: pod("1", gpu), want: nil},
+		"cpu short":                            {pod: pod("3"), want: []string{"Insufficient cpu"}},
+		"DRA-backed resource is not checked":   {pod: pod("1", dra), want: nil},
+		"cpu short, DRA-backed resource named": {pod: pod("3", dra), want: []string{"Insufficient cpu"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := New(context.Background(), nil)
+			c.UpsertNode(node)
+			var got []string
+			var unfit *UnfitError
+			if err := c.Reserve(tc.pod, framework.PodRequests(tc.pod), "n1", testPolicy, time.Time{}); errors.As(err, &unfit) {
+				got = unfit.Reasons
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A second pod asking for the node's one advertised gpu is short.
+	c := New(context.Background(), nil)
+	c.UpsertNode(node)
+	first, second := pod("100m", gpu), pod("100m", gpu)
+	second.Name, second.UID = "q", "uid-q"
+	if err := c.Reserve(first, framework.PodRequests(first), "n1", testPolicy, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	var unfit *UnfitError
+	if err := c.Reserve(second, framework.PodRequests(second), "n1", testPolicy, time.Time{}); !errors.As(err, &unfit) || cmp.Diff([]string{"Insufficient example.com/gpu"}, unfit.Reasons) != "" {
+		t.Errorf("second gpu pod: %v, want Insufficient example.com/gpu", err)
+	}
+}

@@ -117,7 +117,15 @@ func (nt *nodeTotals) insufficient(req *framework.Resource) []string {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	for _, name := range names {
-		short(name, req.Scalar[name], nt.requested.Scalar[name], nt.allocatable.Scalar[name])
+		alloc := nt.allocatable.Scalar[name]
+		if alloc == 0 {
+			// Not advertised by the node: kube-scheduler's Filter passed
+			// the pod only because a DeviceClass backs the resource, and
+			// NodeResourcesFit leaves it to DynamicResources, which holds
+			// the device for the pod (DRA extended resources).
+			continue
+		}
+		short(name, req.Scalar[name], nt.requested.Scalar[name], alloc)
 	}
 	return out
 }

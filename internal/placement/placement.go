@@ -40,6 +40,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
@@ -141,8 +142,8 @@ func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindga
 	return &Cycle{Node: best.Name, State: state, fw: fw}, nil
 }
 
-// postFilter runs kube-scheduler's PostFilter plugins for a pod with
-// resourceClaims that no node takes: DynamicResources deallocates a claim
+// postFilter runs kube-scheduler's PostFilter plugins for a DRA pod that no
+// node takes: DynamicResources deallocates a claim
 // allocated for the pod (reserved for nobody else) whose node no longer
 // takes it, so that the next attempt may allocate it elsewhere, and says so
 // in the FitError's message as kube-scheduler does. DefaultPreemption, the
@@ -150,7 +151,11 @@ func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindga
 // caller does not run it when a gang's topology domain narrowed the nodes:
 // the claim is not what failed there.
 func (p *Placer) postFilter(ctx context.Context, fw schedframework.Framework, state fwk.CycleState, pod *corev1.Pod, diagnosis *schedframework.Diagnosis) {
-	if !p.dra || len(pod.Spec.ResourceClaims) == 0 {
+	// DynamicResources has a state for the pod unless its PreFilter
+	// skipped it: the pod has resourceClaims, or an extended resource a
+	// DeviceClass backs (whose claim a failed bind may have left behind:
+	// PostFilter deletes it, as in kube-scheduler).
+	if !p.dra || state.GetSkipFilterPlugins().Has(names.DynamicResources) {
 		return
 	}
 	_, st := fw.RunPostFilterPlugins(ctx, state, pod, diagnosis.NodeToStatus)

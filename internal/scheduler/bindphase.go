@@ -23,10 +23,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
@@ -128,7 +130,15 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 		}
 	}
 	start := s.Clock.Now()
-	if err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod); err != nil {
+	err := bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod)
+	if apierrors.IsConflict(err) {
+		if fresh := s.statusOnlyChange(ctx, pod); fresh != nil {
+			log.V(4).Info("Only the pod's status changed, lifting the gate again", "pod", klog.KObj(pod), "resourceVersion", fresh.ResourceVersion)
+			pod = fresh
+			err = bind.Ungate(ctx, s.Client, pod, node, state.Policy.Name, s.UngateMethod)
+		}
+	}
+	if err != nil {
 		if apierrors.IsConflict(err) {
 			// The pod changed (another replica, or the user): look again.
 			return retry(20*time.Millisecond, "the pod changed before its gate was lifted")
@@ -162,6 +172,31 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 		p.PostBind(ctx, state, pod, node.Name)
 	}
 	return nil, 0
+}
+
+// statusOnlyChange reads pod from the API server after lifting its gate
+// conflicted, and returns what it read when nothing but its status (and
+// bookkeeping such as resourceVersion and managedFields) differs from the
+// pod this cycle placed; nil otherwise, or when the read fails. Its spec,
+// labels and annotations — what placement, the policy match and the permit
+// conditions read — must be the same: any other change sends the pod back
+// to a new cycle.
+func (s *Scheduler) statusOnlyChange(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	if s.APIReader == nil {
+		return nil
+	}
+	fresh := &corev1.Pod{}
+	if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("Reading the pod again failed", "pod", klog.KObj(pod), "err", err)
+		return nil
+	}
+	if fresh.UID != pod.UID || fresh.DeletionTimestamp != nil ||
+		!equality.Semantic.DeepEqual(fresh.Spec, pod.Spec) ||
+		!equality.Semantic.DeepEqual(fresh.Labels, pod.Labels) ||
+		!equality.Semantic.DeepEqual(fresh.Annotations, pod.Annotations) {
+		return nil
+	}
+	return fresh
 }
 
 // unreserve releases the pod's reservation in memory and in the ledger.

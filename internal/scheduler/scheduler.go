@@ -85,6 +85,11 @@ type Scheduler struct {
 	// value), or a whole-pod update when the API server is not newer than
 	// this binary (bind.MethodFor).
 	UngateMethod bind.Method
+	// APIReader, when set, reads a pod from the API server when lifting
+	// its gate conflicted: a write to its status only (DynamicResources'
+	// PreBind records the claim of a DRA extended resource there) does not
+	// send the pod back to a new cycle.
+	APIReader client.Reader
 
 	// Wake, when set, requeues a pod at once (members of a gang reserved
 	// together).
