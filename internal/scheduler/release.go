@@ -52,7 +52,8 @@ func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.
 // or bound (by another replica, or by anyone but this process's bind in
 // flight): its cycle's plugin state (the Unreserve plugins run, as
 // kube-scheduler runs them for a deleted pod waiting in Permit), the permit
-// deadline it announced and its hold after a permit timeout. Without it, a
+// deadline it announced, its run of refusals under Reserve and its hold
+// after a permit timeout. Without it, a
 // pod deleted while it waited left them behind for good. The reservation
 // itself is the cache's and the ledger's to release.
 func (s *Scheduler) Forget(ctx context.Context, pod *corev1.Pod) {
@@ -61,6 +62,7 @@ func (s *Scheduler) Forget(ctx context.Context, pod *corev1.Pod) {
 	}
 	s.forgetCycle(ctx, pod)
 	s.waits.Delete(pod.UID)
+	s.unfitStreaks.Delete(pod.UID)
 	// Every update of every bound pod comes here: the rate limiter's lock
 	// is taken only for a pod that has a hold.
 	if _, held := s.permitHolds.Load(pod.UID); held {

@@ -100,6 +100,9 @@ type Scheduler struct {
 	// the pod takes no new reservation before the hold ends, whatever
 	// events requeue it.
 	permitHolds sync.Map
+	// unfitStreaks maps a pod UID to how many cycles in a row the guard
+	// under Reserve refused the node the plugins chose (unfitAgain).
+	unfitStreaks sync.Map
 	// permitRetryLimiter counts permit timeouts in a row per pod (see
 	// permitRetries).
 	permitRetryLimiter workqueue.TypedRateLimiter[types.UID]
@@ -280,9 +283,16 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 	var unfit *cache.UnfitError
 	if errors.As(err, &unfit) {
 		// The informer showed a pod on the node after the snapshot.
+		msg := "the node filled up before Reserve: " + unfit.Error()
+		if s.unfitAgain(pod.UID) {
+			// Not a race: the plugins and the guard disagree. The pod
+			// says why and backs off, rather than cycle every 10 ms.
+			return s.unschedulable(ctx, pod, fmt.Sprintf("node %s: %s", c.Node, msg))
+		}
 		log.V(4).Info("Node filled up before Reserve, choosing again", "pod", klog.KObj(pod), "node", c.Node, "reason", unfit.Error())
-		return retry(10*time.Millisecond, "the node filled up before Reserve: "+unfit.Error())
+		return retry(10*time.Millisecond, msg)
 	}
+	s.unfitStreaks.Delete(pod.UID)
 	if errors.Is(err, cache.ErrBound) {
 		// A stale read of a pod bound a moment ago: its update requeues it.
 		return framework.NewStatus(framework.Skip, "the pod is bound"), 0
@@ -349,6 +359,28 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 		return framework.AsStatus(err), 0
 	}
 	return framework.NewStatus(framework.Unschedulable, msg), 0
+}
+
+// maxUnfitStreak is how many cycles in a row may see the guard under
+// Reserve refuse the chosen node before the pod is marked unschedulable.
+const maxUnfitStreak = 5
+
+// unfitAgain counts a cycle whose chosen node the guard under Reserve
+// refused, and says whether that made maxUnfitStreak in a row (the count
+// starts again then). A node that filled up between the snapshot and
+// Reserve is a race the next cycle wins; a streak means the plugins keep
+// choosing a node the guard refuses.
+func (s *Scheduler) unfitAgain(uid types.UID) bool {
+	n := 1
+	if v, ok := s.unfitStreaks.Load(uid); ok {
+		n = v.(int) + 1
+	}
+	if n >= maxUnfitStreak {
+		s.unfitStreaks.Delete(uid)
+		return true
+	}
+	s.unfitStreaks.Store(uid, n)
+	return false
 }
 
 // Conditions returns the writer of the pod conditions.

@@ -291,3 +291,29 @@ func TestForget(t *testing.T) {
 		})
 	}
 }
+
+// TestUnfitStreak: the guard under Reserve may refuse a node a few cycles in
+// a row (races with the informer); the maxUnfitStreak-th refusal in a row
+// marks the pod unschedulable and the count starts again; another pod's
+// count is its own.
+func TestUnfitStreak(t *testing.T) {
+	s := &Scheduler{}
+	var got []bool
+	for range 2*maxUnfitStreak + 1 {
+		got = append(got, s.unfitAgain("a"))
+	}
+	want := make([]bool, 2*maxUnfitStreak+1)
+	want[maxUnfitStreak-1], want[2*maxUnfitStreak-1] = true, true
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("streak of pod a (-want +got):\n%s", diff)
+	}
+	if s.unfitAgain("b") {
+		t.Error("pod b's first refusal ends its streak")
+	}
+	s.unfitStreaks.Delete(types.UID("b")) // a reservation taken
+	for range maxUnfitStreak - 1 {
+		if s.unfitAgain("b") {
+			t.Fatal("pod b's streak ended early after it started again")
+		}
+	}
+}
