@@ -567,11 +567,13 @@ func extendedResourceClass(t *testing.T, class string) (resourceName corev1.Reso
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dc) })
 	slice = func(node string, devices ...string) {
 		t.Helper()
+		name := uniq(class + "-slice")
 		s := &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: uniq(class + "-slice")},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: resourcev1.ResourceSliceSpec{
 				Driver: driver, NodeName: new(node),
-				Pool: resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
+				// A pool of its own: a node may get devices more than once.
+				Pool: resourcev1.ResourcePool{Name: name, ResourceSliceCount: 1},
 			},
 		}
 		for _, d := range devices {
@@ -615,8 +617,8 @@ func TestDynamicResourcesExtendedResource(t *testing.T) {
 		t.Fatalf("p1 extendedResourceClaimStatus = %+v, want the claim of %s", st, res)
 	}
 	c := getClaim(t, ns, st.ResourceClaimName)
-	if a := c.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" || a.Devices.Results[0].Pool != nodes[1] {
-		t.Fatalf("claim %s allocation = %+v, want gpu-0 of pool %s", c.Name, c.Status.Allocation, nodes[1])
+	if a := c.Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != "gpu-0" {
+		t.Fatalf("claim %s allocation = %+v, want gpu-0", c.Name, c.Status.Allocation)
 	}
 	if len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].UID != p1.UID {
 		t.Errorf("claim %s reservedFor = %+v, want pod p1 (%s)", c.Name, c.Status.ReservedFor, p1.UID)
@@ -639,6 +641,29 @@ func TestDynamicResourcesExtendedResource(t *testing.T) {
 			names = append(names, c.Name)
 		}
 		t.Errorf("claims in %s: %v, want only p1's", ns, names)
+	}
+
+	// A device on the first node: p2 goes there, and so does a pod that
+	// names bindgate as its scheduler (no gate to lift) once a third
+	// device appears.
+	slice(nodes[0], "gpu-1")
+	eventually(t, 20*time.Second, "p2 bound once a device appears", func() (bool, error) {
+		return getPod(t, ns, "p2").Spec.NodeName == nodes[0], nil
+	})
+	slice(nodes[0], "gpu-2")
+	newPod(ns, "s1").schedulerName().policy(pol).req(res, "1").create(t)
+	eventually(t, 20*time.Second, "s1 bound", func() (bool, error) {
+		return getPod(t, ns, "s1").Spec.NodeName == nodes[0], nil
+	})
+	for name, device := range map[string]string{"p2": "gpu-1", "s1": "gpu-2"} {
+		st := getPod(t, ns, name).Status.ExtendedResourceClaimStatus
+		if st == nil {
+			t.Errorf("%s bound without extendedResourceClaimStatus", name)
+			continue
+		}
+		if a := getClaim(t, ns, st.ResourceClaimName).Status.Allocation; a == nil || len(a.Devices.Results) != 1 || a.Devices.Results[0].Device != device {
+			t.Errorf("%s's claim allocation = %+v, want %s", name, a, device)
+		}
 	}
 }
 
