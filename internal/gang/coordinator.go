@@ -190,6 +190,9 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 		return framework.AsStatus(err)
 	}
 	var placed, pending []*corev1.Pod
+	// Counted under the placement lock, as in Check: a member checked
+	// again before its bind is not seen unplaced (and placed twice).
+	c.Handle.Lock()
 	for i := range items {
 		m := &items[i]
 		if m.DeletionTimestamp != nil {
@@ -211,6 +214,7 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 		}
 		pending = append(pending, m)
 	}
+	c.Handle.Unlock()
 	if len(placed) >= spec.MinMember {
 		return c.join(ctx, policy, spec, pod, placed)
 	}
@@ -471,6 +475,13 @@ func (c *Coordinator) Check(ctx context.Context, policy *bindgatev1alpha1.Bindin
 	if err != nil {
 		return framework.AsStatus(err)
 	}
+	// Counted under the placement lock: a member whose reservation is
+	// checked again before its bind (the scheduler's PreBind check) is out
+	// of the cache for a moment under that lock, and must not be seen
+	// missing (the gang was released, and its members placed again outside
+	// its topology domain).
+	c.Handle.Lock()
+	defer c.Handle.Unlock()
 	placed := 0
 	for i := range items {
 		m := &items[i]
