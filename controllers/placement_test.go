@@ -731,8 +731,9 @@ func TestDynamicResourcesExtendedResourceLeftover(t *testing.T) {
 
 // TestDynamicResourcesExtendedResourceRefused: without DRA (replicas side by
 // side), a pod asking for an extended resource that only a DeviceClass
-// backs is never bound without its device: NodeResourcesFit finds it on no
-// node, as kube-scheduler without DRA does.
+// backs is never bound without its device, and is refused with a reason
+// naming DRA; a node that advertises the resource (a device plugin) takes
+// it, as kube-scheduler's NodeResourcesFit decides.
 func TestDynamicResourcesExtendedResourceRefused(t *testing.T) {
 	startManager(t, 4)
 	pol := uniq("dra-ext-off")
@@ -744,10 +745,17 @@ func TestDynamicResourcesExtendedResourceRefused(t *testing.T) {
 	slice(node, "gpu-0")
 	ns := namespace(t, nil)
 	newPod(ns, "p1").policy(pol).req(res, "1").create(t)
-	eventually(t, 10*time.Second, "refused", func() (bool, error) {
-		return strings.Contains(podScheduledMessage(t, ns, "p1"), "Insufficient "+string(res)), nil
+	want := placement.ErrReasonDRAExtendedResource(res, placement.ErrReasonDRA)
+	eventually(t, 10*time.Second, "refused naming DRA", func() (bool, error) {
+		return strings.Contains(podScheduledMessage(t, ns, "p1"), want), nil
 	})
 	if n := getPod(t, ns, "p1").Spec.NodeName; n != "" {
-		t.Errorf("pod bound to %s without its device", n)
+		t.Fatalf("pod bound to %s without its device", n)
 	}
+	// A node whose device plugin advertises the resource takes the pod.
+	plugin := uniq(pol + "-n")
+	newNode(plugin).label("pool", pol).alloc(res, "1").create(t)
+	eventually(t, 20*time.Second, "bound on the device plugin's node", func() (bool, error) {
+		return getPod(t, ns, "p1").Spec.NodeName == plugin, nil
+	})
 }

@@ -194,23 +194,31 @@ func draOptions(ctx context.Context, cs kubernetes.Interface, soleReplica bool) 
 		return placement.DRAOptions{Refusal: placement.ErrReasonDRANotServed}
 	case !soleReplica:
 		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: devices are allocated only with leader election (--leader-elect=true)")
-		return placement.DRAOptions{Refusal: placement.ErrReasonDRA}
+		return placement.DRAOptions{Refusal: placement.ErrReasonDRA, DeviceClasses: deniedAny(ctx, cs, deviceClassAccess) == ""}
 	}
 	taintRules := served.Has("devicetaintrules")
 	if denied := draDenied(ctx, cs, taintRules); denied != "" {
 		// Informers that may not list never sync, and no pod would be
 		// placed at all: refuse the DRA pods instead.
 		ctrl.LoggerFrom(ctx).Info("Pods with resourceClaims are refused: the operator's RBAC does not allow what DRA needs", "denied", denied)
-		return placement.DRAOptions{Refusal: placement.ErrReasonDRAForbidden}
+		return placement.DRAOptions{Refusal: placement.ErrReasonDRAForbidden, DeviceClasses: deniedAny(ctx, cs, deviceClassAccess) == ""}
 	}
 	return placement.DRAOptions{Enabled: true, DeviceTaintRules: taintRules}
 }
+
+// access is one thing the operator may need to do in resource.k8s.io.
+type access struct{ resource, subresource, verb string }
+
+// deviceClassAccess is what watching DeviceClasses needs (without DRA, to
+// refuse pods asking for an extended resource a DeviceClass backs, naming
+// DRA): an informer that may not list never syncs, and no pod would be
+// placed at all.
+var deviceClassAccess = []access{{"deviceclasses", "", "list"}, {"deviceclasses", "", "watch"}}
 
 // draDenied asks the API server (SelfSubjectAccessReview) whether this
 // process may do what the DRA informers and the DynamicResources plugin do,
 // and returns the first thing it may not ("" when everything is allowed).
 func draDenied(ctx context.Context, cs kubernetes.Interface, taintRules bool) string {
-	type access struct{ resource, subresource, verb string }
 	need := []access{
 		{"resourceclaims", "", "list"}, {"resourceclaims", "", "watch"}, {"resourceclaims", "status", "update"},
 		{"resourceslices", "", "list"}, {"resourceslices", "", "watch"},
@@ -219,6 +227,13 @@ func draDenied(ctx context.Context, cs kubernetes.Interface, taintRules bool) st
 	if taintRules {
 		need = append(need, access{"devicetaintrules", "", "list"}, access{"devicetaintrules", "", "watch"})
 	}
+	return deniedAny(ctx, cs, need)
+}
+
+// deniedAny asks the API server (SelfSubjectAccessReview) whether this
+// process may do each of need in resource.k8s.io, and returns the first it
+// may not ("" when everything is allowed).
+func deniedAny(ctx context.Context, cs kubernetes.Interface, need []access) string {
 	for _, a := range need {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{

@@ -143,6 +143,11 @@ type DRAOptions struct {
 	// Refusal is the reason pods with resourceClaims are refused when
 	// Enabled is false (default ErrReasonDRA).
 	Refusal string
+	// DeviceClasses, when Enabled is false: the operator may list and
+	// watch DeviceClasses, so a pod asking for an extended resource one
+	// backs is refused with Refusal on the nodes that do not advertise it
+	// (else such a pod finds the resource on no node: Insufficient).
+	DeviceClasses bool
 }
 
 // Placer runs the placement part of the cycle.
@@ -184,6 +189,7 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 	}
 	refusal := ""
 	var dra fwk.SharedDRAManager
+	var classes deviceClassResolver
 	if opts.DRA.Enabled {
 		m, err := newDRAManager(ctx, opts.Client, opts.Informers, opts.DRA.DeviceTaintRules)
 		if err != nil {
@@ -192,9 +198,16 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 		dra, p.dra = m, true
 	} else {
 		refusal = cmp.Or(opts.DRA.Refusal, ErrReasonDRA)
+		if opts.DRA.DeviceClasses && utilfeature.DefaultFeatureGate.Enabled(features.DRAExtendedResource) {
+			er := extendedresourcecache.NewExtendedResourceCache(klog.FromContext(ctx))
+			if _, err := opts.Informers.Resource().V1().DeviceClasses().Informer().AddEventHandler(er); err != nil {
+				return nil, fmt.Errorf("watching DeviceClasses: %w", err)
+			}
+			classes = er
+		}
 	}
 	reg := plugins.NewInTreeRegistry()
-	for name, factory := range registry(opts.Cache, p.selectors, refusal) {
+	for name, factory := range registry(opts.Cache, p.selectors, refusal, classes) {
 		if err := reg.Register(name, factory); err != nil {
 			return nil, fmt.Errorf("registering plugin %s: %w", name, err)
 		}

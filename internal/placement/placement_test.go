@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -529,5 +531,76 @@ func TestPlacementOnlyKeys(t *testing.T) {
 	want := []fwk.StateKey{"PreFilterA", "PreScoreA", "PreFilterB", "PreScoreB", "PreFilterC", "PreScoreC"}
 	if diff := cmp.Diff(want, placementOnlyKeys(enabled)); diff != "" {
 		t.Errorf("placementOnlyKeys (-want +got):\n%s", diff)
+	}
+}
+
+// classesOf backs the listed extended resources with a DeviceClass.
+type classesOf map[corev1.ResourceName]bool
+
+func (c classesOf) GetDeviceClass(name corev1.ResourceName) *resourcev1.DeviceClass {
+	if c[name] {
+		return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "class-" + string(name)}}
+	}
+	return nil
+}
+
+// TestUnsupportedDRAExtendedResource: without DRA, a node that does not
+// advertise an extended resource a DeviceClass backs is refused naming DRA;
+// one that advertises it (a device plugin) is not; a resource no class
+// backs, or a pod with no extended resource, is left to NodeResourcesFit.
+func TestUnsupportedDRAExtendedResource(t *testing.T) {
+	const gpu, plugin = corev1.ResourceName("example.com/gpu"), corev1.ResourceName("example.com/plugin")
+	u := unsupported{draRefusal: ErrReasonDRA, classes: classesOf{gpu: true}}
+	bare := node("bare").n
+	advertised := node("advertised").n
+	advertised.Status.Allocatable[gpu] = resource.MustParse("2")
+	withReq := func(names ...corev1.ResourceName) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}}}}
+		for _, n := range names {
+			p.Spec.Containers[0].Resources.Requests[n] = resource.MustParse("1")
+		}
+		return p
+	}
+	refused := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDRAExtendedResource(gpu, ErrReasonDRA))
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		skip     bool
+		node     *corev1.Node
+		wantNode *fwk.Status
+	}{
+		"no extended resource":          {pod: withReq(corev1.ResourceCPU), skip: true},
+		"no class backs it":             {pod: withReq(plugin), skip: true},
+		"backed, node does not have it": {pod: withReq(gpu), node: bare, wantNode: refused},
+		"backed, node advertises it":    {pod: withReq(gpu), node: advertised},
+		"backed and plain, bare node":   {pod: withReq(gpu, plugin), node: bare, wantNode: refused},
+		"backed and plain, advertised":  {pod: withReq(gpu, plugin), node: advertised},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			state := schedframework.NewCycleState()
+			_, st := u.PreFilter(context.Background(), state, tc.pod, nil)
+			if tc.skip {
+				if !st.IsSkip() {
+					t.Fatalf("PreFilter = %v, want Skip", st)
+				}
+				return
+			}
+			if !st.IsSuccess() {
+				t.Fatalf("PreFilter = %v, want success", st)
+			}
+			ni := fwk.NodeInfo(schedframework.NewNodeInfo())
+			ni.SetNode(tc.node)
+			got := u.Filter(context.Background(), state, tc.pod, ni)
+			if diff := cmp.Diff(tc.wantNode.Message(), got.Message()); diff != "" || tc.wantNode.Code() != got.Code() {
+				t.Errorf("Filter = %v, want %v", got, tc.wantNode)
+			}
+		})
+	}
+	// With resourceClaims the pod is refused in PreFilter, as before.
+	claims := withReq()
+	claims.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "c"}}
+	if _, st := u.PreFilter(context.Background(), schedframework.NewCycleState(), claims, nil); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != ErrReasonDRA {
+		t.Errorf("PreFilter with resourceClaims = %v", st)
 	}
 }

@@ -19,12 +19,16 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/cache"
@@ -189,8 +193,30 @@ func (policyCapacity) Filter(_ context.Context, state fwk.CycleState, _ *corev1.
 
 // unsupported refuses, with a reason, the pods bindgate cannot place
 // correctly: those that need dynamic resource allocation while the
-// DynamicResources plugin is not in the profile (draRefusal says why).
-type unsupported struct{ draRefusal string }
+// DynamicResources plugin is not in the profile (draRefusal says why):
+// pods with resourceClaims, and, on the nodes that do not advertise it,
+// pods asking for an extended resource a DeviceClass backs (classes, when
+// the operator reads DeviceClasses without DRA; nil otherwise, and such a
+// pod then finds the resource on no node, as with kube-scheduler without
+// DRA).
+type unsupported struct {
+	draRefusal string
+	classes    deviceClassResolver
+}
+
+// deviceClassResolver maps an extended resource to the DeviceClass that
+// backs it (extendedresourcecache.ExtendedResourceCache).
+type deviceClassResolver interface {
+	GetDeviceClass(corev1.ResourceName) *resourcev1.DeviceClass
+}
+
+const unsupportedStateKey fwk.StateKey = "bindgate.dev/" + UnsupportedName
+
+// draBacked lists the extended resources of the pod that a DeviceClass
+// backs.
+type draBacked struct{ names []corev1.ResourceName }
+
+func (s *draBacked) Clone() fwk.StateData { return s }
 
 var (
 	_ fwk.PreFilterPlugin = unsupported{}
@@ -201,22 +227,60 @@ func (unsupported) Name() string { return UnsupportedName }
 
 // PreFilter refuses a pod with resourceClaims while bindgate does not
 // allocate devices (Skip otherwise).
-func (u unsupported) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if u.draRefusal != "" && len(pod.Spec.ResourceClaims) > 0 {
+func (u unsupported) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if u.draRefusal == "" {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, u.draRefusal)
 	}
-	return nil, fwk.NewStatus(fwk.Skip)
+	if u.classes == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	var backed []corev1.ResourceName
+	for name := range framework.PodRequests(pod).Scalar {
+		if v1helper.IsExtendedResourceName(name) && u.classes.GetDeviceClass(name) != nil {
+			backed = append(backed, name)
+		}
+	}
+	if len(backed) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	slices.Sort(backed)
+	state.Write(unsupportedStateKey, &draBacked{names: backed})
+	return nil, nil
 }
 
 func (unsupported) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// Filter is never reached for a refused pod.
-func (unsupported) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.NodeInfo) *fwk.Status {
+// Filter refuses a node that does not advertise an extended resource of
+// the pod that a DeviceClass backs: there only DRA could give it (a node
+// that advertises it serves it with a device plugin, as kube-scheduler
+// decides in NodeResourcesFit).
+func (u unsupported) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	v, err := state.Read(unsupportedStateKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	alloc := node.GetAllocatable().GetScalarResources()
+	for _, name := range v.(*draBacked).names {
+		if alloc[name] == 0 {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonDRAExtendedResource(name, u.draRefusal))
+		}
+	}
 	return nil
 }
 
+// ErrReasonDRAExtendedResource is the reason a node is refused to a pod
+// that asks for resource, which a DeviceClass backs and the node does not
+// advertise, while bindgate does not allocate devices (refusal says why).
+func ErrReasonDRAExtendedResource(resource corev1.ResourceName, refusal string) string {
+	why := strings.TrimPrefix(refusal, "pod uses dynamic resource allocation (spec.resourceClaims)")
+	return fmt.Sprintf("node has no %s but by dynamic resource allocation (a DeviceClass backs it)%s", resource, why)
+}
+
 // registry lists bindgate's plugins for the framework runtime.
-func registry(c *cache.Cache, selectors *selectorMemo, draRefusal string) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+func registry(c *cache.Cache, selectors *selectorMemo, draRefusal string, classes deviceClassResolver) map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return map[string]func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error){
 		PolicyNodeSelectorName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return policyNodeSelector{memo: selectors}, nil
@@ -225,7 +289,7 @@ func registry(c *cache.Cache, selectors *selectorMemo, draRefusal string) map[st
 			return policyCapacity{cache: c}, nil
 		},
 		UnsupportedName: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-			return unsupported{draRefusal: draRefusal}, nil
+			return unsupported{draRefusal: draRefusal, classes: classes}, nil
 		},
 	}
 }
