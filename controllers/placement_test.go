@@ -274,17 +274,7 @@ func draObjects(t *testing.T, class string) (slice func(node string, devices ...
 	})
 	slice = func(node string, devices ...string) {
 		t.Helper()
-		s := &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: uniq(class + "-slice")},
-			Spec: resourcev1.ResourceSliceSpec{
-				Driver: driver, NodeName: new(node),
-				Pool: resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
-			},
-		}
-		for _, d := range devices {
-			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
-		}
-		create(s)
+		createSlice(t, driver, uniq(class+"-slice"), node, node, devices)
 	}
 	claim = func(ns, name string) {
 		t.Helper()
@@ -296,6 +286,26 @@ func draObjects(t *testing.T, class string) (slice func(node string, devices ...
 		})
 	}
 	return slice, claim
+}
+
+// createSlice creates a ResourceSlice of driver with devices on node, the
+// only slice of pool, deleted at the end of the test.
+func createSlice(t *testing.T, driver, name, node, pool string, devices []string) {
+	t.Helper()
+	s := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver: driver, NodeName: new(node),
+			Pool: resourcev1.ResourcePool{Name: pool, ResourceSliceCount: 1},
+		},
+	}
+	for _, d := range devices {
+		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
+	}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
 }
 
 // approvalPoolWithDevice creates a policy whose pods wait in Permit until
@@ -567,22 +577,9 @@ func extendedResourceClass(t *testing.T, class string) (resourceName corev1.Reso
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), dc) })
 	slice = func(node string, devices ...string) {
 		t.Helper()
+		// A pool of its own: a node may get devices more than once.
 		name := uniq(class + "-slice")
-		s := &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: resourcev1.ResourceSliceSpec{
-				Driver: driver, NodeName: new(node),
-				// A pool of its own: a node may get devices more than once.
-				Pool: resourcev1.ResourcePool{Name: name, ResourceSliceCount: 1},
-			},
-		}
-		for _, d := range devices {
-			s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: d})
-		}
-		if err := env.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
+		createSlice(t, driver, name, node, name, devices)
 	}
 	return resourceName, slice
 }
