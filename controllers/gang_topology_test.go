@@ -271,6 +271,9 @@ func TestPodGroupGang(t *testing.T) {
 	if err := env.Client.Create(context.Background(), pg); err != nil {
 		t.Fatal(err)
 	}
+	if sc := pg.Spec.SchedulingConstraints; sc == nil || len(sc.Topology) != 1 {
+		t.Fatalf("the API server dropped the PodGroup's schedulingConstraints (%+v): is TopologyAwareWorkloadScheduling on?", sc)
+	}
 	member := func(name string) {
 		b := newPod(ns, name).policy(pol).req(corev1.ResourceCPU, "2")
 		b.p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &pg.Name}

@@ -48,9 +48,11 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapLevel())))
 	// The Workload API (PodGroups) is served, as on a cluster that enables
-	// it, so that gangs from PodGroups are tested.
+	// it, so that gangs from PodGroups are tested; without
+	// TopologyAwareWorkloadScheduling the API server drops a PodGroup's
+	// schedulingConstraints.
 	testenv.Main(m, &env, testenv.WithAPIServerArgs(
-		"feature-gates", "GenericWorkload=true",
+		"feature-gates", "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
 		"runtime-config", "scheduling.k8s.io/v1beta1=true"))
 }
 
