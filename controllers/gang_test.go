@@ -167,3 +167,75 @@ func TestPermitGangTimesOutTogether(t *testing.T) {
 		t.Fatalf("%d members bound without approval", n)
 	}
 }
+
+// TestGangRecordedTogether: a gang's members are recorded in the policy's
+// status in a few group commits, not one status write each (a gang of 300
+// waited half a minute for its records before), and every member says the
+// latest count while the gang is short (told in batches, not on every
+// arrival).
+func TestGangRecordedTogether(t *testing.T) {
+	startManager(t, 4)
+	const n = 40
+	pol := uniq("gangrec")
+	pool(t, pol, withGang(n))
+	newNode(uniq(pol+"-node")).label("pool", pol).alloc(corev1.ResourceCPU, "100").create(t)
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	member := func(i int) {
+		newPod(ns, fmt.Sprintf("m%d", i)).policy(pol).label(bindgatev1alpha1.GroupLabel, "g").req(corev1.ResourceCPU, "100m").create(t)
+	}
+	for i := range n - 1 {
+		member(i)
+	}
+	want := fmt.Sprintf("gang g: %d/%d members exist, none reserved", n-1, n)
+	eventually(t, 30*time.Second, "every member says the latest count", func() (bool, error) {
+		for i := range n - 1 {
+			if !strings.Contains(permittedMessage(t, ns, fmt.Sprintf("m%d", i)), want) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := wc.Watch(ctx, &bindgatev1alpha1.BindingPolicyList{}, client.MatchingFields{"metadata.name": pol},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: getPolicy(t, pol).ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	member(n - 1)
+	// Count the status writes that added reservations until all n were
+	// recorded.
+	grew, held := 0, 0
+	timeout := time.After(30 * time.Second)
+	for held < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch of the policy ended")
+			}
+			p, isPolicy := ev.Object.(*bindgatev1alpha1.BindingPolicy)
+			if !isPolicy {
+				continue
+			}
+			if r := len(p.Status.Reservations); r > held {
+				grew++
+				held = r
+			} else if r < held && countBound(t, ns) > 0 {
+				t.Fatalf("members bound before all %d were recorded (%d held)", n, held)
+			}
+		case <-timeout:
+			t.Fatalf("%d/%d reservations recorded after 30s, in %d writes", held, n, grew)
+		}
+	}
+	if grew > 5 {
+		t.Errorf("the gang's %d reservations took %d status writes, want a few group commits", n, grew)
+	}
+	eventually(t, 30*time.Second, "the gang bound", func() (bool, error) { return countBound(t, ns) == n, nil })
+}

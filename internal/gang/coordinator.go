@@ -17,6 +17,7 @@ limitations under the License.
 package gang
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,6 +87,10 @@ type Coordinator struct {
 	mu sync.Mutex
 	// placed maps a gang (namespace/group) to where it was placed.
 	placed sync.Map
+	// notices throttles what a waiting gang tells its other members.
+	notices notices
+	// AfterFunc runs f after d (time.AfterFunc when nil).
+	AfterFunc func(d time.Duration, f func())
 }
 
 func key(ns, group string) string { return ns + "/" + group }
@@ -172,7 +177,7 @@ func (c *Coordinator) members(ctx context.Context, ns string, spec Spec) ([]core
 func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
 	spec, ok, err := c.spec(ctx, policy, pod)
 	if errors.Is(err, errPodGroupMissing) {
-		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group))
+		return c.wait(ctx, spec, pod, nil, fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group))
 	}
 	if err != nil {
 		return framework.AsStatus(err)
@@ -219,7 +224,7 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 		return c.join(ctx, policy, spec, pod, placed)
 	}
 	if len(placed)+len(pending) < spec.MinMember {
-		return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, len(placed)+len(pending), spec.MinMember))
+		return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, len(placed)+len(pending), spec.MinMember))
 	}
 	return c.placeTogether(ctx, policy, spec, pod, pending, len(placed))
 }
@@ -247,7 +252,7 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 	if len(spec.Levels) == 0 {
 		if n, err := try(nil); err != nil {
 			h.Unlock()
-			return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
+			return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
 		}
 	} else {
 		var nodes corev1.NodeList
@@ -282,25 +287,41 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 				if bestN >= 0 {
 					msg += fmt.Sprintf(" (best: %s holds %d)", best, nPlaced+bestN)
 				}
-				return c.wait(ctx, spec, pending, msg+", none reserved")
+				return c.wait(ctx, spec, pod, pending, msg+", none reserved")
 			}
 			if n, err := try(nil); err != nil {
 				h.Unlock()
-				return c.wait(ctx, spec, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
+				return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: only %d/%d members fit, none reserved: %s", spec.Group, nPlaced+n, total, err))
 			}
 			where = Placement{Spread: true}
 		}
 	}
 	h.Unlock()
+	// Recorded all at once, so that the ledger writes them in one group
+	// commit: one after the other, a gang of 300 waited for 300 status
+	// writes (half a minute) before any member could bind.
 	now := c.Clock.Now()
-	for _, m := range pending {
-		if err := h.Record(ctx, policy, m, now); err != nil {
-			for _, d := range pending {
-				h.Forget(ctx, policy, d)
-			}
-			return framework.AsStatus(fmt.Errorf("recording gang %s: %w", spec.Group, err))
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	for i, m := range pending {
+		wg.Go(func() { errs[i] = h.Record(ctx, policy, m, now) })
+	}
+	wg.Wait()
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
 		}
 	}
+	if first != nil {
+		for _, d := range pending {
+			h.Forget(ctx, policy, d)
+		}
+		return framework.AsStatus(fmt.Errorf("recording gang %s (%d of %d members failed): %w", spec.Group, failed, len(pending), first))
+	}
+	c.notices.drop(key(pod.Namespace, spec.Group))
 	if len(spec.Levels) > 0 {
 		c.placed.Store(key(pending[0].Namespace, spec.Group), where)
 	}
@@ -337,7 +358,7 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 	case joinAnywhere:
 		return nil
 	case joinWait:
-		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: waiting to see where its members were bound", spec.Group))
+		return c.wait(ctx, spec, pod, nil, fmt.Sprintf("gang %s: waiting to see where its members were bound", spec.Group))
 	}
 	in := sets.New[string]()
 	for name, n := range byName {
@@ -353,7 +374,7 @@ func (c *Coordinator) join(ctx context.Context, policy *bindgatev1alpha1.Binding
 		if !spec.Required {
 			return nil
 		}
-		return c.wait(ctx, spec, []*corev1.Pod{pod}, fmt.Sprintf("gang %s: does not fit in the gang's domain %s: %s", spec.Group, d, err))
+		return c.wait(ctx, spec, pod, nil, fmt.Sprintf("gang %s: does not fit in the gang's domain %s: %s", spec.Group, d, err))
 	}
 	if err := h.Record(ctx, policy, pod, c.Clock.Now()); err != nil {
 		h.Forget(ctx, policy, pod)
@@ -402,13 +423,51 @@ func planJoin(spec Spec, placed []*corev1.Pod, byName map[string]*corev1.Node, r
 	return d, joinInDomain
 }
 
-// wait tells every member why the gang waits.
-func (c *Coordinator) wait(ctx context.Context, spec Spec, members []*corev1.Pod, msg string) *framework.Status {
+// wait tells the pod in its cycle why its gang waits, and the other
+// members given (the gang's unplaced ones) too: at once, or at the end of
+// the gang's notice interval when they were told a moment ago (the latest
+// message then; nothing when the gang was placed meanwhile). The caller
+// holds mu when it gives other members.
+func (c *Coordinator) wait(ctx context.Context, spec Spec, pod *corev1.Pod, members []*corev1.Pod, msg string) *framework.Status {
 	full := spec.Condition + ": " + msg
+	c.Handle.Waiting(ctx, pod, full)
+	others := make([]*corev1.Pod, 0, len(members))
 	for _, m := range members {
-		c.Handle.Waiting(ctx, m, full)
+		if m.UID != pod.UID {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		return framework.NewStatus(framework.Unschedulable, msg)
+	}
+	k := key(pod.Namespace, spec.Group)
+	tellNow, arm := c.notices.note(k, c.Clock.Now(), full, others)
+	switch {
+	case tellNow:
+		for _, m := range others {
+			c.Handle.Waiting(ctx, m, full)
+		}
+	case arm > 0:
+		after := c.AfterFunc
+		if after == nil {
+			after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+		}
+		after(arm, func() { c.flush(ctx, k) })
 	}
 	return framework.NewStatus(framework.Unschedulable, msg)
+}
+
+// flush tells a gang's other members what wait held back for them.
+func (c *Coordinator) flush(ctx context.Context, k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msg, members := c.notices.take(k, c.Clock.Now())
+	for _, m := range members {
+		if ctx.Err() != nil {
+			return
+		}
+		c.Handle.Waiting(ctx, m, msg)
+	}
 }
 
 // Release releases, together with pod, the reservations every other
