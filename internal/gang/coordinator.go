@@ -58,6 +58,7 @@ type Handle interface {
 	// Record makes the pod's reservation durable, taken at.
 	Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error
 	// Waiting tells the pod why its gang waits (the Permitted condition).
+	// The pod may be the cache's own object: it is not changed.
 	Waiting(ctx context.Context, pod *corev1.Pod, msg string)
 	// ReleaseMember releases a member's reservation because its gang timed
 	// out, and tells it msg.
@@ -149,15 +150,16 @@ func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.Binding
 
 var errPodGroupMissing = errors.New("PodGroup not found")
 
-// members lists the pods of the gang.
-func (c *Coordinator) members(ctx context.Context, ns string, spec Spec) ([]corev1.Pod, error) {
+// members lists the pods of the gang. With client.UnsafeDisableDeepCopy
+// in more, they are the cache's own objects: only to be read.
+func (c *Coordinator) members(ctx context.Context, ns string, spec Spec, more ...client.ListOption) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	match := client.MatchingLabels{bindgatev1alpha1.GroupLabel: spec.Group}
 	var opt client.ListOption = match
 	if spec.PodGroup {
 		opt = client.MatchingFields{PodGroupIndex: spec.Group}
 	}
-	if err := c.Client.List(ctx, &list, client.InNamespace(ns), opt); err != nil {
+	if err := c.Client.List(ctx, &list, append([]client.ListOption{client.InNamespace(ns), opt}, more...)...); err != nil {
 		return nil, fmt.Errorf("listing gang %s: %w", spec.Group, err)
 	}
 	return list.Items, nil
@@ -190,7 +192,9 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 	if _, _, held := c.Handle.Reserved(pod.UID); held {
 		return nil // reserved by another member's step
 	}
-	items, err := c.members(ctx, pod.Namespace, spec)
+	// The cache's own objects (every arriving member lists its whole gang):
+	// read here, and copied before they are placed.
+	items, err := c.members(ctx, pod.Namespace, spec, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return framework.AsStatus(err)
 	}
@@ -225,6 +229,9 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 	}
 	if len(placed)+len(pending) < spec.MinMember {
 		return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, len(placed)+len(pending), spec.MinMember))
+	}
+	for i, m := range pending {
+		pending[i] = m.DeepCopy()
 	}
 	return c.placeTogether(ctx, policy, spec, pod, pending, len(placed))
 }
@@ -505,7 +512,7 @@ func (c *Coordinator) MemberGone(ctx context.Context, policyName string, pod *co
 	if group == "" {
 		return
 	}
-	items, err := c.members(ctx, pod.Namespace, Spec{Group: group, PodGroup: c.PodGroups && PodGroupName(pod) != ""})
+	items, err := c.members(ctx, pod.Namespace, Spec{Group: group, PodGroup: c.PodGroups && PodGroupName(pod) != ""}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang of a deleted member", "group", group)
 		return
@@ -530,7 +537,8 @@ func (c *Coordinator) Check(ctx context.Context, policy *bindgatev1alpha1.Bindin
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	items, err := c.members(ctx, pod.Namespace, spec)
+	// Read only (every waiting member checks its whole gang: no copies).
+	items, err := c.members(ctx, pod.Namespace, spec, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return framework.AsStatus(err)
 	}

@@ -111,7 +111,8 @@ func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.Binding
 }
 
 func (h gangHandle) Waiting(ctx context.Context, pod *corev1.Pod, msg string) {
-	if err := h.s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
+	// A copy: the write decodes the pod it returns into the object given.
+	if err := h.s.Conditions().Permitted(ctx, pod.DeepCopy(), corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Recording the gang wait", "pod", klog.KObj(pod))
 	}
 }
