@@ -37,6 +37,7 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
 )
 
@@ -325,6 +326,12 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 	if first != nil {
 		for _, d := range pending {
 			h.Forget(ctx, policy, d)
+		}
+		if errors.Is(first, ledger.ErrStatusFull) {
+			// Not an error to retry at once: the gang waits until the
+			// policy's status has room for all of it, and says so.
+			return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: the policy's status has no room to record %d more reservations (at most %d; see its ReservationsFull condition), none reserved",
+				spec.Group, len(pending), bindgatev1alpha1.MaxReservations))
 		}
 		return framework.AsStatus(fmt.Errorf("recording gang %s (%d of %d members failed): %w", spec.Group, failed, len(pending), first))
 	}
