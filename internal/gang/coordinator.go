@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -85,8 +86,12 @@ type Coordinator struct {
 	// its gang (minCount, topology keys).
 	PodGroups bool
 
-	// mu serialises the all-or-nothing reservation of gangs.
-	mu sync.Mutex
+	// mu serialises the steps of one gang (its all-or-nothing
+	// reservation, its checks, its release), striped by gang: the gangs of
+	// other stripes go on meanwhile (their placements are serialised by
+	// the placement lock alone), so that many gangs arriving together are
+	// recorded in shared group commits instead of one after the other.
+	mu [64]sync.Mutex
 	// placed maps a gang (namespace/group) to where it was placed.
 	placed sync.Map
 	// notices throttles what a waiting gang tells its other members.
@@ -109,11 +114,26 @@ func (c *Coordinator) placement(pod *corev1.Pod) (Placement, bool) {
 // a reservation another member's step holds only tentatively (and may
 // still roll back) is never read as a final one.
 func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, f func()) {
-	if _, ok := Of(policy, pod); ok || (c.PodGroups && PodGroupName(pod) != "") {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	group := ""
+	if name := PodGroupName(pod); c.PodGroups && name != "" {
+		group = name
+	} else if s, ok := Of(policy, pod); ok {
+		group = s.Group
+	}
+	if group != "" {
+		mu := c.lock(key(pod.Namespace, group))
+		mu.Lock()
+		defer mu.Unlock()
 	}
 	f()
+}
+
+// lock returns the lock of the gang k (namespace/group; see spec for
+// which group a pod is in).
+func (c *Coordinator) lock(k string) *sync.Mutex {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(k))
+	return &c.mu[h.Sum32()%uint32(len(c.mu))]
 }
 
 // spec returns the pod's gang: its upstream PodGroup's when it names one
@@ -188,8 +208,9 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 	if !ok {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	mu := c.lock(key(pod.Namespace, spec.Group))
+	mu.Lock()
+	defer mu.Unlock()
 	if _, _, held := c.Handle.Reserved(pod.UID); held {
 		return nil // reserved by another member's step
 	}
@@ -441,7 +462,7 @@ func planJoin(spec Spec, placed []*corev1.Pod, byName map[string]*corev1.Node, r
 // members given (the gang's unplaced ones) too: at once, or at the end of
 // the gang's notice interval when they were told a moment ago (the latest
 // message then; nothing when the gang was placed meanwhile). The caller
-// holds mu when it gives other members.
+// holds the gang's lock when it gives other members.
 func (c *Coordinator) wait(ctx context.Context, spec Spec, pod *corev1.Pod, members []*corev1.Pod, msg string) *framework.Status {
 	full := spec.Condition + ": " + msg
 	c.Handle.Waiting(ctx, pod, full)
@@ -473,8 +494,9 @@ func (c *Coordinator) wait(ctx context.Context, spec Spec, pod *corev1.Pod, memb
 
 // flush tells a gang's other members what wait held back for them.
 func (c *Coordinator) flush(ctx context.Context, k string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	mu := c.lock(k)
+	mu.Lock()
+	defer mu.Unlock()
 	msg, members := c.notices.take(k, c.Clock.Now())
 	for _, m := range members {
 		if ctx.Err() != nil {
@@ -492,8 +514,9 @@ func (c *Coordinator) Release(ctx context.Context, policy *bindgatev1alpha1.Bind
 	if err != nil || !ok {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	mu := c.lock(key(pod.Namespace, spec.Group))
+	mu.Lock()
+	defer mu.Unlock()
 	c.placed.Delete(key(pod.Namespace, spec.Group))
 	items, err := c.members(ctx, pod.Namespace, spec)
 	if err != nil {
@@ -542,8 +565,9 @@ func (c *Coordinator) Check(ctx context.Context, policy *bindgatev1alpha1.Bindin
 	if err != nil || !ok {
 		return nil // a PodGroup deleted under a placed gang: let it go on
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	mu := c.lock(key(pod.Namespace, spec.Group))
+	mu.Lock()
+	defer mu.Unlock()
 	// Read only (every waiting member checks its whole gang: no copies).
 	items, err := c.members(ctx, pod.Namespace, spec, client.UnsafeDisableDeepCopy)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -88,9 +89,9 @@ func TestPlaceTogetherRecordFails(t *testing.T) {
 			h := &placingHandle{countingHandle: countingHandle{latest: map[string]string{}}, room: 3, recordErr: tc.err, forgotten: sets.New[string]()}
 			c := &Coordinator{Handle: h, Clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), AfterFunc: func(time.Duration, func()) {}}
 			pending := members(5)
-			c.mu.Lock()
+			c.lock("ns/g").Lock()
 			st := c.placeTogether(context.Background(), &bindgatev1alpha1.BindingPolicy{}, Spec{Condition: "gang", Group: "g", MinMember: 5}, pending[0], pending, 0)
-			c.mu.Unlock()
+			c.lock("ns/g").Unlock()
 			if st.Code() != tc.wantCode {
 				t.Fatalf("code %v (%s), want %v", st.Code(), st.Message(), tc.wantCode)
 			}
@@ -105,5 +106,53 @@ func TestPlaceTogetherRecordFails(t *testing.T) {
 				t.Errorf("status %q does not carry the error", st.Message())
 			}
 		})
+	}
+}
+
+// TestGangLocks: the steps of one gang exclude each other; another gang's
+// go on meanwhile (150 gangs of 4 arriving together were placed one after
+// the other, each waiting for its own status write).
+func TestGangLocks(t *testing.T) {
+	c := &Coordinator{}
+	policy := &bindgatev1alpha1.BindingPolicy{Spec: bindgatev1alpha1.BindingPolicySpec{Permit: &bindgatev1alpha1.Permit{
+		Conditions: []bindgatev1alpha1.PermitCondition{{Name: "gang", Gang: &bindgatev1alpha1.GangCondition{MinMember: 2}}},
+	}}}
+	member := func(name, group string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{bindgatev1alpha1.GroupLabel: group}}}
+	}
+	// A group whose lock is not a's (the locks are striped).
+	other := ""
+	for i := 0; other == "" && i < 1000; i++ {
+		if g := fmt.Sprintf("b%d", i); c.lock(key("ns", g)) != c.lock(key("ns", "a")) {
+			other = g
+		}
+	}
+	if other == "" {
+		t.Fatal("1000 other groups share gang a's lock")
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	go c.Do(policy, member("a1", "a"), func() { close(held); <-release })
+	<-held
+
+	otherDone := make(chan struct{})
+	go c.Do(policy, member("b1", other), func() { close(otherDone) })
+	select {
+	case <-otherDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("another gang's step waited for gang a's")
+	}
+
+	sameDone := make(chan struct{})
+	go c.Do(policy, member("a2", "a"), func() { close(sameDone) })
+	select {
+	case <-sameDone:
+		t.Fatal("two steps of gang a ran at once")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-sameDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("gang a's second step never ran")
 	}
 }

@@ -138,9 +138,9 @@ func TestWaitBurst(t *testing.T) {
 	for i := range all {
 		clk.Step(2 * time.Millisecond)
 		msg := fmt.Sprintf("gang g: %d/301 members exist, none reserved", i+1)
-		c.mu.Lock()
+		c.lock("ns/g").Lock()
 		st := c.wait(context.Background(), spec, all[i], all[:i+1], msg)
-		c.mu.Unlock()
+		c.lock("ns/g").Unlock()
 		if st.IsSuccess() {
 			t.Fatal("wait returned success")
 		}
