@@ -128,13 +128,10 @@ func unwrap(obj any) any {
 	return obj
 }
 
-// onPodAdd: a new gang member may complete a waiting gang.
-func (h *Handlers) onPodAdd(obj any) {
-	h.onPod(obj, false)
-	if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName == "" && p.Labels[bindgatev1alpha1.GroupLabel] != "" {
-		h.Queue.MoveAllToActive()
-	}
-}
+// onPodAdd: a pod created. A new gang member wakes no one: its own cycle
+// places its gang (waking every unschedulable pod on each member's arrival
+// made a gang of N check itself about N²/2 times).
+func (h *Handlers) onPodAdd(obj any) { h.onPod(obj, false) }
 
 // onPod keeps the cache current and releases reservations of pods that are
 // gone or bound; a bound pod that ended frees room.
