@@ -115,7 +115,7 @@ func (c *Coordinator) placement(pod *corev1.Pod) (Placement, bool) {
 // still roll back) is never read as a final one.
 func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, f func()) {
 	group := ""
-	if name := PodGroupName(pod); c.PodGroups && name != "" {
+	if name := c.podGroupName(pod); name != "" {
 		group = name
 	} else if s, ok := Of(policy, pod); ok {
 		group = s.Group
@@ -126,6 +126,16 @@ func (c *Coordinator) Do(policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod
 		defer mu.Unlock()
 	}
 	f()
+}
+
+// podGroupName is the upstream PodGroup whose gang the pod is in ("" when
+// it names none or the API server does not serve PodGroups): Do, spec and
+// MemberGone find a pod's gang the same way.
+func (c *Coordinator) podGroupName(pod *corev1.Pod) string {
+	if !c.PodGroups {
+		return ""
+	}
+	return PodGroupName(pod)
 }
 
 // lock returns the lock of the gang k (namespace/group; see spec for
@@ -140,8 +150,8 @@ func (c *Coordinator) lock(k string) *sync.Mutex {
 // with a gang scheduling policy (a PodGroup not created yet is an error:
 // the pod waits for it), else its policy's gang condition and group label.
 func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (Spec, bool, error) {
-	name := PodGroupName(pod)
-	if !c.PodGroups || name == "" {
+	name := c.podGroupName(pod)
+	if name == "" {
 		s, ok := Of(policy, pod)
 		return s, ok, nil
 	}
@@ -542,7 +552,7 @@ func (c *Coordinator) MemberGone(ctx context.Context, policyName string, pod *co
 	if group == "" {
 		return
 	}
-	items, err := c.members(ctx, pod.Namespace, Spec{Group: group, PodGroup: c.PodGroups && PodGroupName(pod) != ""}, client.UnsafeDisableDeepCopy)
+	items, err := c.members(ctx, pod.Namespace, Spec{Group: group, PodGroup: c.podGroupName(pod) != ""}, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the gang of a deleted member", "group", group)
 		return
