@@ -153,8 +153,9 @@ func retry(after time.Duration, reason string) (*framework.Status, time.Duration
 // (0: when an event requeues the pod):
 //   - nil: the pod is bound;
 //   - Skip: nothing more in this cycle: the bind was handed to the
-//     AsyncBinder (it reports through its OnDone) or is in flight already,
-//     or the pod's hold after a permit timeout has not ended;
+//     AsyncBinder (it reports through its OnDone), is in flight already or
+//     has ended (the pod read is older than its bind), or the pod's hold
+//     after a permit timeout has not ended;
 //   - Wait: the pod waits in Permit, for a bind hook or another gate;
 //   - Unschedulable: it fits nowhere, a permit condition rejected it, or its
 //     gang cannot be placed yet;
@@ -166,6 +167,15 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	ctx = ctrl.LoggerInto(ctx, log)
 	if s.Async.Busy(pod.UID) {
 		return framework.NewStatus(framework.Skip, "its bind is in flight"), 0 // the binder reports
+	}
+	// Checked after Busy: a bind marks the pod bound in the cache before it
+	// stops being busy. A cycle that started on the informer's pod while
+	// the bind was in flight may run on after the bind, still reading the
+	// pod unbound: it must not place the pod again (DynamicResources'
+	// PostFilter would delete the claim of its devices, as kube-scheduler's
+	// queue never does for a pod it has assumed).
+	if s.Cache.RecentlyBound(pod.UID) {
+		return framework.NewStatus(framework.Skip, "bound; the informer has not shown the bind yet"), 0
 	}
 	state := framework.NewCycleState(policy, pod)
 

@@ -32,6 +32,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
 )
@@ -315,5 +316,33 @@ func TestUnfitStreak(t *testing.T) {
 		if s.unfitAgain("b") {
 			t.Fatal("pod b's streak ended early after it started again")
 		}
+	}
+}
+
+// TestScheduleAfterBind: a cycle that read the pod before its bind and runs
+// after it (the informer has not shown the bind yet) places nothing: the
+// pod is bound. Placing it again would reserve it twice and let
+// DynamicResources' PostFilter delete the claim of the devices it was bound
+// with.
+func TestScheduleAfterBind(t *testing.T) {
+	for name, bound := range map[string]func(*cache.Cache, *corev1.Pod){
+		"bound by this process, informer behind": func(c *cache.Cache, p *corev1.Pod) { c.CountBound(p) },
+		"informer shows the bind":                func(c *cache.Cache, p *corev1.Pod) { c.UpsertPod(p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			c := cache.New(t.Context(), clk)
+			c.UpsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+			bound(c, pod("b", "1", "n1"))
+			s := &Scheduler{Clock: clk, Cache: c}
+			stale := pod("b", "1", "")
+			st, after := s.Schedule(t.Context(), stale, policy())
+			if st.Code() != framework.Skip || after != 0 {
+				t.Errorf("Schedule of a bound pod read before its bind = %v, %v; want Skip, 0", st, after)
+			}
+			if _, held := c.Reserved(stale.UID); held {
+				t.Errorf("the bound pod holds a reservation")
+			}
+		})
 	}
 }
