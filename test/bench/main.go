@@ -125,7 +125,7 @@ type point struct {
 func main() {
 	var (
 		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
-		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods).")
+		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods), gangs and gangs-rack (bindgate's label gangs, bindgate only), podgroups and podgroups-rack (the same gangs as upstream PodGroups, against kube-scheduler's GangScheduling with the Workload API's feature gates on).")
 		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
 		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
@@ -145,14 +145,16 @@ func main() {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	all := map[string]workload{
-		"500x3000":     {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
-		"5000x10000":   {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
-		"stream":       {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
-		"stream100":    {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
-		"antiaffinity": {Name: "pod anti-affinity: 500 nodes / 1000 pods in 4 anti-affine groups", Nodes: 500, Pods: 1000, Kind: KindAntiAffinity},
-		"spread":       {Name: "topology spread: 1000 nodes in 3 zones / 5000 pods", Nodes: 1000, Pods: 5000, Kind: KindSpread},
-		"gangs":        {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 512, Kind: KindGang},
-		"gangs-rack":   {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, each Required in one rack", Nodes: 512, Pods: 512, Kind: KindGangRack},
+		"500x3000":       {Name: "500 nodes / 3000 pods", Nodes: 500, Pods: 3000},
+		"5000x10000":     {Name: "5000 nodes / 10000 pods", Nodes: 5000, Pods: 10000},
+		"stream":         {Name: "stream 200 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 200, Duration: 30 * time.Second},
+		"stream100":      {Name: "stream 100 pods/s for 30s on 500 nodes", Nodes: 500, Rate: 100, Duration: 30 * time.Second},
+		"antiaffinity":   {Name: "pod anti-affinity: 500 nodes / 1000 pods in 4 anti-affine groups", Nodes: 500, Pods: 1000, Kind: KindAntiAffinity},
+		"spread":         {Name: "topology spread: 1000 nodes in 3 zones / 5000 pods", Nodes: 1000, Pods: 5000, Kind: KindSpread},
+		"gangs":          {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 512, Kind: KindGang},
+		"gangs-rack":     {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, each Required in one rack", Nodes: 512, Pods: 512, Kind: KindGangRack},
+		"podgroups":      {Name: "PodGroups: 64 PodGroups of 8 (16 CPU each) on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 512, Kind: KindPodGroup},
+		"podgroups-rack": {Name: "PodGroups: 64 PodGroups of 8 (16 CPU each) on 512 nodes in 32 racks, each constrained to one rack", Nodes: 512, Pods: 512, Kind: KindPodGroupRack},
 	}
 	var results []result
 	var order []string
@@ -169,8 +171,8 @@ func main() {
 				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler, ungate+kube-scheduler or raw-bind)\n", c)
 				os.Exit(2)
 			}
-			if isGang(w.Kind) && c != Bindgate && c != BindgateSchedulerName {
-				continue // gangs need a gang scheduler
+			if isGang(w.Kind) && !isPodGroup(w.Kind) && c != Bindgate && c != BindgateSchedulerName {
+				continue // bindgate's label gangs: kube-scheduler has no such gangs
 			}
 			if c != RawBind || (w.Rate == 0 && w.Kind == KindPlain) {
 				contenders = append(contenders, c)
@@ -258,7 +260,7 @@ type controlPlane struct {
 	dir        string
 }
 
-func startControlPlane() (*controlPlane, error) {
+func startControlPlane(kind string) (*controlPlane, error) {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: testenv.AssetsDir(),
 		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
@@ -269,6 +271,12 @@ func startControlPlane() (*controlPlane, error) {
 	api.Configure().Append("disable-admission-plugins", "TaintNodesByCondition")
 	api.Configure().Set("max-requests-inflight", "2000")
 	api.Configure().Set("max-mutating-requests-inflight", "1000")
+	if isPodGroup(kind) {
+		// The Workload API (PodGroups); without TopologyAwareWorkloadScheduling
+		// the API server drops a PodGroup's schedulingConstraints.
+		api.Configure().Append("feature-gates", podGroupFeatures)
+		api.Configure().Append("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane: %w", err)
@@ -468,7 +476,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	res = result{Contender: contender, Workload: w.Name, Rep: rep}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cp, err := startControlPlane()
+	cp, err := startControlPlane(w.Kind)
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -483,8 +491,8 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	if isBindgate {
 		pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 			Spec: bindgatev1alpha1.BindingPolicySpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bench"}}}}
-		if isGang(w.Kind) {
-			pol.Spec.Permit = gangPermit(w.Kind)
+		if isGang(w.Kind) && !isPodGroup(w.Kind) {
+			pol.Spec.Permit = gangPermit(w.Kind) // a PodGroup is a gang by itself
 		}
 		if err := cp.cl.Create(ctx, pol); err != nil {
 			return fail(err)
@@ -492,6 +500,11 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	}
 	if err := createNodes(ctx, cp.fast, w.Nodes); err != nil {
 		return fail(fmt.Errorf("creating nodes: %w", err))
+	}
+	if isPodGroup(w.Kind) {
+		if err := createPodGroups(ctx, cp.fast, w.Pods, w.Kind); err != nil {
+			return fail(fmt.Errorf("creating PodGroups: %w", err))
+		}
 	}
 	if w.Rate == 0 {
 		if err := parallel(w.Pods, 32, func(i int) error {
@@ -554,6 +567,11 @@ leaderElection:
 			return fail(err)
 		}
 		proc = exec.CommandContext(ctx, rc.scheduler, "--config", cfgPath, "--secure-port=0", "-v=0")
+		if isPodGroup(w.Kind) {
+			// GangScheduling and the TopologyAware plugins join the default
+			// profile with these gates.
+			proc.Args = append(proc.Args, "--feature-gates="+podGroupFeatures)
+		}
 	case RawBind:
 		go rawBind(ctx, cp.fast, w)
 	}

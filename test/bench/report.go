@@ -264,7 +264,7 @@ func plotCurves(path string, results []result) error {
 // renderGangs adds, for a gang workload, gangs placed per second and the
 // fraction of gangs inside one rack (medians).
 func renderGangs(b *strings.Builder, results []result, w string) {
-	for _, c := range []string{Bindgate, BindgateSchedulerName} {
+	for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, UngateKubeScheduler} {
 		var gps, frac []float64
 		for _, r := range results {
 			if r.Workload == w && r.Contender == c && r.Err == "" && r.Gangs {

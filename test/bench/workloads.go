@@ -25,6 +25,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -50,6 +51,15 @@ const (
 	KindGang = "gang"
 	// KindGangRack: the same gangs, each required inside one rack.
 	KindGangRack = "gang-rack"
+	// KindPodGroup: the same gangs as upstream PodGroups (the Workload API,
+	// scheduling.k8s.io/v1beta1, minCount gangSize): kube-scheduler
+	// schedules them with its GangScheduling plugin (feature
+	// GenericWorkload), bindgate as gangs without a gang condition.
+	KindPodGroup = "podgroup"
+	// KindPodGroupRack: the same PodGroups, each constrained to one rack
+	// (schedulingConstraints.topology; kube-scheduler's TopologyAware
+	// plugins, feature TopologyAwareWorkloadScheduling).
+	KindPodGroupRack = "podgroup-rack"
 )
 
 // gangSize is the members per gang of the gang workloads; nodesPerRack
@@ -62,7 +72,45 @@ const (
 
 func rackOf(i int) string { return fmt.Sprintf("rack-%02d", i/nodesPerRack) }
 
-func isGang(kind string) bool { return kind == KindGang || kind == KindGangRack }
+func isGang(kind string) bool { return kind == KindGang || kind == KindGangRack || isPodGroup(kind) }
+
+// isPodGroup says whether the workload's gangs are upstream PodGroups.
+func isPodGroup(kind string) bool { return kind == KindPodGroup || kind == KindPodGroupRack }
+
+// rackRequired says whether every gang of the workload must sit in one rack.
+func rackRequired(kind string) bool { return kind == KindGangRack || kind == KindPodGroupRack }
+
+// podGroupFeatures are the feature gates the PodGroup workloads turn on in
+// kube-apiserver and kube-scheduler (both off by default in v1.37).
+const podGroupFeatures = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+
+// gangName is the gang (label value or PodGroup name) of pod i.
+func gangName(i int) string { return fmt.Sprintf("gang-%04d", i/gangSize) }
+
+// createPodGroups creates the PodGroups of a PodGroup workload of pods pods.
+func createPodGroups(ctx context.Context, cs kubernetes.Interface, pods int, kind string) error {
+	return parallel((pods+gangSize-1)/gangSize, 16, func(g int) error {
+		pg := &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "bench", Name: gangName(g * gangSize)},
+			Spec: schedulingv1beta1.PodGroupSpec{
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: gangSize}},
+			},
+		}
+		if kind == KindPodGroupRack {
+			pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+				Topology: []schedulingv1beta1.TopologyConstraint{{Key: rackLabel}},
+			}
+		}
+		got, err := cs.SchedulingV1beta1().PodGroups("bench").Create(ctx, pg, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if kind == KindPodGroupRack && got.Spec.SchedulingConstraints == nil {
+			return fmt.Errorf("the API server dropped PodGroup %s's schedulingConstraints (feature TopologyAwareWorkloadScheduling off?)", got.Name)
+		}
+		return nil
+	})
+}
 
 // gangPermit is the bench policy's permit section for a gang workload.
 func gangPermit(kind string) *bindgatev1alpha1.Permit {
@@ -81,7 +129,11 @@ func gangPermit(kind string) *bindgatev1alpha1.Permit {
 func gangStats(pods []corev1.Pod, rack map[string]string) (complete, oneRack int) {
 	nodes := map[string][]string{}
 	for _, p := range pods {
-		if g := p.Labels[bindgatev1alpha1.GroupLabel]; g != "" && p.Spec.NodeName != "" {
+		g := p.Labels[bindgatev1alpha1.GroupLabel]
+		if p.Spec.SchedulingGroup != nil && p.Spec.SchedulingGroup.PodGroupName != nil {
+			g = *p.Spec.SchedulingGroup.PodGroupName
+		}
+		if g != "" && p.Spec.NodeName != "" {
 			nodes[g] = append(nodes[g], p.Spec.NodeName)
 		}
 	}
@@ -121,7 +173,11 @@ func shape(p *corev1.Pod, i int, kind string) {
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
-		p.Labels[bindgatev1alpha1.GroupLabel] = fmt.Sprintf("gang-%04d", i/gangSize)
+		p.Labels[bindgatev1alpha1.GroupLabel] = gangName(i)
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("16")
+	case KindPodGroup, KindPodGroupRack:
+		name := gangName(i)
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("16")
 	case KindAntiAffinity:
 		group := fmt.Sprintf("g%d", i%antiAffinityGroups)
@@ -272,7 +328,7 @@ func checkPlacementGangs(ctx context.Context, cs kubernetes.Interface, kind stri
 		if complete*gangSize != bound {
 			return fmt.Sprintf("%d pods bound but only %d whole gangs of %d: a gang bound in part", bound, complete, gangSize), frac
 		}
-		if kind == KindGangRack && oneRack != complete {
+		if rackRequired(kind) && oneRack != complete {
 			return fmt.Sprintf("%d of %d gangs span racks under a Required rack topology", complete-oneRack, complete), frac
 		}
 	}
