@@ -171,8 +171,8 @@ func main() {
 				fmt.Fprintf(os.Stderr, "unknown contender %q (want bindgate, bindgate-schedulername, kube-scheduler, ungate+kube-scheduler or raw-bind)\n", c)
 				os.Exit(2)
 			}
-			if isGang(w.Kind) && !isPodGroup(w.Kind) && c != Bindgate && c != BindgateSchedulerName {
-				continue // bindgate's label gangs: kube-scheduler has no such gangs
+			if isLabelGang(w.Kind) && c != Bindgate && c != BindgateSchedulerName {
+				continue
 			}
 			if c != RawBind || (w.Rate == 0 && w.Kind == KindPlain) {
 				contenders = append(contenders, c)
@@ -491,7 +491,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	if isBindgate {
 		pol := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"},
 			Spec: bindgatev1alpha1.BindingPolicySpec{NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bench"}}}}
-		if isGang(w.Kind) && !isPodGroup(w.Kind) {
+		if isLabelGang(w.Kind) {
 			pol.Spec.Permit = gangPermit(w.Kind) // a PodGroup is a gang by itself
 		}
 		if err := cp.cl.Create(ctx, pol); err != nil {

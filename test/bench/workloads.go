@@ -72,7 +72,12 @@ const (
 
 func rackOf(i int) string { return fmt.Sprintf("rack-%02d", i/nodesPerRack) }
 
-func isGang(kind string) bool { return kind == KindGang || kind == KindGangRack || isPodGroup(kind) }
+func isGang(kind string) bool { return isLabelGang(kind) || isPodGroup(kind) }
+
+// isLabelGang says whether the workload's gangs are bindgate's own (the
+// group label and a policy gang condition; kube-scheduler has no such
+// gangs).
+func isLabelGang(kind string) bool { return kind == KindGang || kind == KindGangRack }
 
 // isPodGroup says whether the workload's gangs are upstream PodGroups.
 func isPodGroup(kind string) bool { return kind == KindPodGroup || kind == KindPodGroupRack }
