@@ -361,8 +361,8 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 		if errors.Is(first, ledger.ErrStatusFull) {
 			// Not an error to retry at once: the gang waits until the
 			// policy's status has room for all of it, and says so.
-			return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: the policy's status has no room to record %d more reservations (at most %d; see its ReservationsFull condition), none reserved",
-				spec.Group, len(pending), bindgatev1alpha1.MaxReservations))
+			return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: no room to record %d more reservations: %v; none reserved (see the policy's ReservationsFull condition)",
+				spec.Group, len(pending), first))
 		}
 		return framework.AsStatus(fmt.Errorf("recording gang %s (%d of %d members failed): %w", spec.Group, failed, len(pending), first))
 	}

@@ -76,9 +76,9 @@ func TestPlaceTogetherRecordFails(t *testing.T) {
 		wantMsg  string
 	}{
 		"status full: the members wait, saying why": {
-			err:      fmt.Errorf("%w (1000, status.reservations maxItems)", ledger.ErrStatusFull),
+			err:      fmt.Errorf("%w (3, status.reservations maxItems)", ledger.ErrStatusFull),
 			wantCode: framework.Unschedulable,
-			wantMsg:  "gang: gang g: the policy's status has no room to record 5 more reservations (at most 1000; see its ReservationsFull condition), none reserved",
+			wantMsg:  "gang: gang g: no room to record 5 more reservations: the BindingPolicy's status records the most reservations it may hold (3, status.reservations maxItems); none reserved (see the policy's ReservationsFull condition)",
 		},
 		"another failure: an error, retried": {
 			err:      errors.New("the API server is away"),
