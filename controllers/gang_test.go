@@ -24,10 +24,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/controllers"
 )
 
 func withGang(minMember int32) func(*bindgatev1alpha1.BindingPolicy) {
@@ -238,4 +241,66 @@ func TestGangRecordedTogether(t *testing.T) {
 		t.Errorf("the gang's %d reservations took %d status writes, want a few group commits", n, grew)
 	}
 	eventually(t, 30*time.Second, "the gang bound", func() (bool, error) { return countBound(t, ns) == n, nil })
+}
+
+// TestGangStatusFull: a gang whose records the policy's status has no room
+// for reserves none, its members say why (naming the limit) and the policy
+// says ReservationsFull; once the gang before it binds, it is reserved and
+// binds in turn. The status holds 4 records here (Options.MaxReservations)
+// instead of 1000.
+func TestGangStatusFull(t *testing.T) {
+	startManager(t, 4, func(o *controllers.Options) { o.MaxReservations = 4 })
+	pol := uniq("gangfull")
+	pool(t, pol, withTopologyGang(3, nil, bindgatev1alpha1.PermitCondition{Name: "approved", Expression: approvedExpr}))
+	newNode(uniq(pol+"-node")).label("pool", pol).create(t) // 4 CPU
+	waitReady(t, pol)
+	ns := namespace(t, nil)
+	members := func(g string) {
+		for i := range 3 {
+			newPod(ns, fmt.Sprintf("%s%d", g, i)).policy(pol).label(bindgatev1alpha1.GroupLabel, g).req(corev1.ResourceCPU, "100m").create(t)
+		}
+	}
+	approve := func(g string) {
+		for i := range 3 {
+			patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, approvedAnnotation))
+			if err := env.Client.Patch(context.Background(), getPod(t, ns, fmt.Sprintf("%s%d", g, i)), patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	members("a")
+	eventually(t, 30*time.Second, "gang a reserved (3 of 4 records), waiting for approval", func() (bool, error) {
+		return len(getPolicy(t, pol).Status.Reservations) == 3, nil
+	})
+
+	members("b")
+	want := "gang b: no room to record 3 more reservations: the BindingPolicy's status records the most reservations it may hold (4, status.reservations maxItems); none reserved"
+	eventually(t, 30*time.Second, "gang b's members say the status is full", func() (bool, error) {
+		for i := range 3 {
+			if !strings.Contains(permittedMessage(t, ns, fmt.Sprintf("b%d", i)), want) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	p := getPolicy(t, pol)
+	if c := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReservationsFull); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("ReservationsFull = %+v, want True", c)
+	}
+	for _, r := range p.Status.Reservations {
+		if !strings.HasPrefix(r.PodName, "a") {
+			t.Errorf("%s holds a record: gang b reserved in part", r.PodName)
+		}
+	}
+
+	approve("a")
+	waitGangBound(t, ns, "a", 3)
+	eventually(t, 30*time.Second, "gang b reserved, the status has room again", func() (bool, error) {
+		p := getPolicy(t, pol)
+		c := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReservationsFull)
+		return len(p.Status.Reservations) == 3 && c != nil && c.Status == metav1.ConditionFalse, nil
+	})
+	approve("b")
+	waitGangBound(t, ns, "b", 3)
+	assertNoOvercommit(t)
 }

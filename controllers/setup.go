@@ -63,6 +63,10 @@ type Options struct {
 	LeaderElection bool
 	// Clock is injectable for tests; nil means the real clock.
 	Clock clock.Clock
+	// MaxReservations lowers how many reservations a policy's status
+	// records (ledger.Ledger.MaxReservations) for tests; zero means the
+	// API's bound, bindgatev1alpha1.MaxReservations.
+	MaxReservations int
 }
 
 // durableAll says whether every reservation is recorded before its bind.
@@ -110,6 +114,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	// Several replicas may be active at once: every record is checked
 	// against the status and the pods bound on its node.
 	l.ValidateEveryWrite = opts.durableAll()
+	l.MaxReservations = opts.MaxReservations
 	if err := mgr.Add(l); err != nil {
 		return fmt.Errorf("adding the ledger: %w", err)
 	}

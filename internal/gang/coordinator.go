@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,10 @@ type Handle interface {
 	Forget(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod)
 	// Record makes the pod's reservation durable, taken at.
 	Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error
+	// RecordAll makes the pods' reservations durable together, taken at:
+	// none of them when the policy's status has no room for all (each
+	// then fails with ledger.ErrStatusFull). One result per pod.
+	RecordAll(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pods []*corev1.Pod, at time.Time) []error
 	// Waiting tells the pod why its gang waits (the Permitted condition).
 	// The pod may be the cache's own object: it is not changed.
 	Waiting(ctx context.Context, pod *corev1.Pod, msg string)
@@ -336,16 +341,12 @@ func (c *Coordinator) placeTogether(ctx context.Context, policy *bindgatev1alpha
 		}
 	}
 	h.Unlock()
-	// Recorded all at once, so that the ledger writes them in one group
-	// commit: one after the other, a gang of 300 waited for 300 status
-	// writes (half a minute) before any member could bind.
-	now := c.Clock.Now()
-	errs := make([]error, len(pending))
-	var wg sync.WaitGroup
-	for i, m := range pending {
-		wg.Go(func() { errs[i] = h.Record(ctx, policy, m, now) })
-	}
-	wg.Wait()
+	// Recorded together, in one group commit (one after the other, a gang
+	// of 300 waited for 300 status writes, half a minute, before any
+	// member could bind), and not at all when the policy's status has no
+	// room for every member (recording some and taking them back wrote
+	// the status twice on every retry of a gang that cannot fit).
+	errs := h.RecordAll(ctx, policy, pending, c.Clock.Now())
 	var first error
 	failed := 0
 	for _, err := range errs {
@@ -468,28 +469,27 @@ func planJoin(spec Spec, placed []*corev1.Pod, byName map[string]*corev1.Node, r
 	return d, joinInDomain
 }
 
-// wait tells the pod in its cycle why its gang waits, and the other
-// members given (the gang's unplaced ones) too: at once, or at the end of
-// the gang's notice interval when they were told a moment ago (the latest
+// wait tells why the gang waits: the pod in its cycle alone at once when
+// members is empty (a message about that pod), else every member given
+// (the gang's unplaced ones, the pod among them) through the gang's
+// notices: after noticeGrace the first time, then at once or at the end
+// of the notice interval when they were told a moment ago (the latest
 // message then; nothing when the gang was placed meanwhile). The caller
-// holds the gang's lock when it gives other members.
+// holds the gang's lock when it gives members.
 func (c *Coordinator) wait(ctx context.Context, spec Spec, pod *corev1.Pod, members []*corev1.Pod, msg string) *framework.Status {
 	full := spec.Condition + ": " + msg
-	c.Handle.Waiting(ctx, pod, full)
-	others := make([]*corev1.Pod, 0, len(members))
-	for _, m := range members {
-		if m.UID != pod.UID {
-			others = append(others, m)
-		}
-	}
-	if len(others) == 0 {
+	if len(members) == 0 {
+		c.Handle.Waiting(ctx, pod, full)
 		return framework.NewStatus(framework.Unschedulable, msg)
 	}
+	if !slices.ContainsFunc(members, func(m *corev1.Pod) bool { return m.UID == pod.UID }) {
+		members = append(slices.Clip(members), pod)
+	}
 	k := key(pod.Namespace, spec.Group)
-	tellNow, arm := c.notices.note(k, c.Clock.Now(), full, others)
+	tellNow, arm := c.notices.note(k, c.Clock.Now(), full, members)
 	switch {
 	case tellNow:
-		for _, m := range others {
+		for _, m := range members {
 			c.Handle.Waiting(ctx, m, full)
 		}
 	case arm > 0:
@@ -502,7 +502,7 @@ func (c *Coordinator) wait(ctx context.Context, spec Spec, pod *corev1.Pod, memb
 	return framework.NewStatus(framework.Unschedulable, msg)
 }
 
-// flush tells a gang's other members what wait held back for them.
+// flush tells a gang's members what wait held back for them.
 func (c *Coordinator) flush(ctx context.Context, k string) {
 	mu := c.lock(k)
 	mu.Lock()

@@ -61,6 +61,13 @@ func (h *placingHandle) Record(context.Context, *bindgatev1alpha1.BindingPolicy,
 	h.recorded++
 	return nil
 }
+func (h *placingHandle) RecordAll(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pods []*corev1.Pod, at time.Time) []error {
+	errs := make([]error, len(pods))
+	for i, p := range pods {
+		errs[i] = h.Record(ctx, policy, p, at)
+	}
+	return errs
+}
 func (h *placingHandle) Forget(_ context.Context, _ *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) {
 	h.forgotten.Insert(pod.Name)
 }
@@ -87,7 +94,8 @@ func TestPlaceTogetherRecordFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := &placingHandle{countingHandle: countingHandle{latest: map[string]string{}}, room: 3, recordErr: tc.err, forgotten: sets.New[string]()}
-			c := &Coordinator{Handle: h, Clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), AfterFunc: func(time.Duration, func()) {}}
+			var flushes []func()
+			c := &Coordinator{Handle: h, Clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), AfterFunc: func(_ time.Duration, f func()) { flushes = append(flushes, f) }}
 			pending := members(5)
 			c.lock("ns/g").Lock()
 			st := c.placeTogether(context.Background(), &bindgatev1alpha1.BindingPolicy{}, Spec{Condition: "gang", Group: "g", MinMember: 5}, pending[0], pending, 0)
@@ -98,9 +106,14 @@ func TestPlaceTogetherRecordFails(t *testing.T) {
 			if h.forgotten.Len() != 5 {
 				t.Errorf("forgot %v, want every member", sets.List(h.forgotten))
 			}
+			for _, f := range flushes { // the grace ends
+				f()
+			}
 			if tc.wantMsg != "" {
-				if diff := cmp.Diff(tc.wantMsg, h.latest["m0"]); diff != "" {
-					t.Errorf("m0 told (-want +got):\n%s", diff)
+				for _, m := range pending {
+					if diff := cmp.Diff(tc.wantMsg, h.latest[m.Name]); diff != "" {
+						t.Errorf("%s told (-want +got):\n%s", m.Name, diff)
+					}
 				}
 			} else if !strings.Contains(st.Message(), "recording gang g (2 of 5 members failed): the API server is away") {
 				t.Errorf("status %q does not carry the error", st.Message())

@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/bindgate/bindgate/internal/framework"
 )
 
 func members(n int) []*corev1.Pod {
@@ -38,9 +40,10 @@ func members(n int) []*corev1.Pod {
 	return out
 }
 
-// TestNotices: the other members are told at once the first time and once
-// an interval has passed; within it the latest message is held back for
-// one flush at its end, which a placed gang (drop) cancels.
+// TestNotices: a gang's members are first told after the grace, then at
+// once when an interval has passed; within the grace or an interval the
+// latest message is held back for one flush at its end, which a placed
+// gang (drop) cancels.
 func TestNotices(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	type step struct {
@@ -53,36 +56,47 @@ func TestNotices(t *testing.T) {
 		took    string
 	}
 	for name, steps := range map[string][]step{
-		"first is told at once": {
-			{op: "note", msg: "a", n: 2, tellNow: true},
+		"the first is held back for the grace": {
+			{op: "note", msg: "a", n: 2, arm: time.Second},
+			{op: "take", at: time.Second, took: "a"},
+		},
+		"a gang placed within the grace is never told": {
+			{op: "note", msg: "1/2", n: 1, arm: time.Second},
+			{op: "drop", at: 10 * time.Millisecond},
+			{op: "take", at: time.Second},
 		},
 		"a burst is held back and flushed once, with the latest message": {
-			{op: "note", msg: "1/4", n: 1, tellNow: true},
-			{op: "note", at: 10 * time.Millisecond, msg: "2/4", n: 2, arm: 990 * time.Millisecond},
+			{op: "note", msg: "1/4", n: 1, arm: time.Second},
+			{op: "note", at: 10 * time.Millisecond, msg: "2/4", n: 2},
 			{op: "note", at: 20 * time.Millisecond, msg: "3/4", n: 3},
 			{op: "take", at: time.Second, took: "3/4"},
 			{op: "take", at: time.Second},
 		},
 		"after the interval, told at once again": {
-			{op: "note", msg: "1/4", n: 1, tellNow: true},
-			{op: "note", at: 1500 * time.Millisecond, msg: "2/4", n: 2, tellNow: true},
+			{op: "note", msg: "1/4", n: 1, arm: time.Second},
+			{op: "take", at: time.Second, took: "1/4"},
+			{op: "note", at: 2500 * time.Millisecond, msg: "2/4", n: 2, tellNow: true},
 		},
 		"a flush starts a new interval": {
-			{op: "note", msg: "1/9", n: 1, tellNow: true},
-			{op: "note", at: 100 * time.Millisecond, msg: "2/9", n: 2, arm: 900 * time.Millisecond},
-			{op: "take", at: time.Second, took: "2/9"},
-			{op: "note", at: 1500 * time.Millisecond, msg: "3/9", n: 3, arm: 500 * time.Millisecond},
+			{op: "note", msg: "1/9", n: 1, arm: time.Second},
+			{op: "take", at: time.Second, took: "1/9"},
+			{op: "note", at: 1100 * time.Millisecond, msg: "2/9", n: 2, arm: 900 * time.Millisecond},
+			{op: "take", at: 2 * time.Second, took: "2/9"},
+			{op: "note", at: 2500 * time.Millisecond, msg: "3/9", n: 3, arm: 500 * time.Millisecond},
 		},
 		"a placed gang's held message is not told": {
-			{op: "note", msg: "1/2", n: 1, tellNow: true},
-			{op: "note", at: 10 * time.Millisecond, msg: "2/2", n: 1, arm: 990 * time.Millisecond},
-			{op: "drop", at: 20 * time.Millisecond},
-			{op: "take", at: time.Second},
-			{op: "note", at: 1100 * time.Millisecond, msg: "1/2", n: 1, tellNow: true},
+			{op: "note", msg: "1/2", n: 1, arm: time.Second},
+			{op: "take", at: time.Second, took: "1/2"},
+			{op: "note", at: 1010 * time.Millisecond, msg: "2/2", n: 1, arm: 990 * time.Millisecond},
+			{op: "drop", at: 1020 * time.Millisecond},
+			{op: "take", at: 2 * time.Second},
+			{op: "note", at: 2100 * time.Millisecond, msg: "1/2", n: 1, arm: time.Second},
 		},
 		"the interval grows with the members told": {
-			{op: "note", msg: "a", n: 300, tellNow: true},
-			{op: "note", at: 2 * time.Second, msg: "b", n: 300, arm: time.Second},
+			{op: "note", msg: "a", n: 300, arm: time.Second},
+			{op: "take", at: time.Second, took: "a"},
+			{op: "note", at: 5 * time.Second, msg: "b", n: 300, tellNow: true},
+			{op: "note", at: 6 * time.Second, msg: "c", n: 300, arm: 2 * time.Second},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -121,9 +135,10 @@ func (h *countingHandle) Waiting(_ context.Context, pod *corev1.Pod, msg string)
 	h.latest[pod.Name] = msg
 }
 
-// TestWaitBurst: a gang of 300 whose members arrive one after another, 2ms
-// apart, tells each arriving member at once, and the others at most once
-// per interval; at the end every member says the latest count.
+// TestWaitBurst: a gang of 300 whose members arrive one after another, 5ms
+// apart, tells no member within the grace (the first 200 arrivals), then
+// every member at most once per interval; at the end every member says the
+// latest count.
 func TestWaitBurst(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	h := &countingHandle{latest: map[string]string{}}
@@ -135,23 +150,24 @@ func TestWaitBurst(t *testing.T) {
 	c := &Coordinator{Handle: h, Clock: clk, AfterFunc: func(d time.Duration, f func()) { due = append(due, timer{clk.Now().Add(d), f}) }}
 	spec := Spec{Condition: "gang", Group: "g", MinMember: 301}
 	all := members(300)
+	start := clk.Now()
 	for i := range all {
-		clk.Step(2 * time.Millisecond)
+		clk.Step(5 * time.Millisecond)
 		msg := fmt.Sprintf("gang g: %d/301 members exist, none reserved", i+1)
 		c.lock("ns/g").Lock()
 		st := c.wait(context.Background(), spec, all[i], all[:i+1], msg)
 		c.lock("ns/g").Unlock()
-		if st.IsSuccess() {
-			t.Fatal("wait returned success")
-		}
-		if h.latest[all[i].Name] != "gang: "+msg {
-			t.Fatalf("member %d, in its cycle, was told %q", i, h.latest[all[i].Name])
+		if st.Code() != framework.Unschedulable || st.Message() != msg {
+			t.Fatalf("wait returned %v %q", st.Code(), st.Message())
 		}
 		// A flush runs once the clock reaches it.
 		for len(due) > 0 && !clk.Now().Before(due[0].at) {
 			f := due[0].f
 			due = due[1:]
 			f()
+		}
+		if clk.Now().Sub(start) < noticeGrace && h.told > 0 {
+			t.Fatalf("%d conditions written within the grace (member %d)", h.told, i)
 		}
 	}
 	clk.Step(time.Hour)
@@ -161,8 +177,8 @@ func TestWaitBurst(t *testing.T) {
 		f()
 	}
 	t.Logf("%d conditions written", h.told)
-	if h.told > 2000 {
-		t.Errorf("%d conditions written for a burst of 300 members, want at most 2000 (45,150 when every arrival tells everyone)", h.told)
+	if h.told > 1000 {
+		t.Errorf("%d conditions written for a burst of 300 members, want at most 1000 (45,150 when every arrival tells everyone)", h.told)
 	}
 	want := "gang: gang g: 300/301 members exist, none reserved"
 	stale := sets.New[string]()

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -123,15 +124,13 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // retry), the policy's ReservationsFull condition says so, and a release
 // makes room again.
 func TestStatusFull(t *testing.T) {
-	old := maxReservations
-	maxReservations = 3
-	t.Cleanup(func() { maxReservations = old })
 	ctx := context.Background()
 	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("status-full")}}
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	l := New(env.Client, env.Client, nil)
+	l.MaxReservations = 3
 	for i := range 3 {
 		if err := l.Record(ctx, p.Name, res(fmt.Sprintf("p%d", i), "n1", "100m", false)); err != nil {
 			t.Fatal(err)
@@ -168,6 +167,61 @@ func TestStatusFull(t *testing.T) {
 	}
 	if err := l.Record(ctx, p.Name, res("p3", "n1", "100m", false)); err != nil {
 		t.Errorf("after a release: %v", err)
+	}
+}
+
+// TestRecordAll: reservations recorded together land in one status write,
+// and none of them when the status has no room for all.
+func TestRecordAll(t *testing.T) {
+	ctx := context.Background()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("record-all")}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	l := New(env.Client, env.Client, nil)
+	l.MaxReservations = 4
+	group := func(names ...string) []*bindgatev1alpha1.Reservation {
+		var rs []*bindgatev1alpha1.Reservation
+		for _, n := range names {
+			rs = append(rs, res(n, "n1", "100m", false))
+		}
+		return rs
+	}
+	held := func() []string {
+		got := &bindgatev1alpha1.BindingPolicy{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range got.Status.Reservations {
+			names = append(names, r.PodName)
+		}
+		return names
+	}
+	writes := l.Writes()
+	for i, err := range l.RecordAll(ctx, p.Name, group("a", "b", "c")) {
+		if err != nil {
+			t.Fatalf("reservation %d of the first group: %v", i, err)
+		}
+	}
+	if got := l.Writes() - writes; got != 1 {
+		t.Errorf("%d status writes for a group of 3, want 1", got)
+	}
+	for i, err := range l.RecordAll(ctx, p.Name, group("d", "e")) {
+		if !errors.Is(err, ErrStatusFull) {
+			t.Errorf("reservation %d of a group of 2 with room for 1: %v, want ErrStatusFull", i, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, held()); diff != "" {
+		t.Errorf("held (-want +got):\n%s", diff)
+	}
+	for i, err := range l.RecordAll(ctx, p.Name, group("d")) {
+		if err != nil {
+			t.Errorf("reservation %d of a group of 1 with room for 1: %v", i, err)
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "d"}, held()); diff != "" {
+		t.Errorf("held (-want +got):\n%s", diff)
 	}
 }
 

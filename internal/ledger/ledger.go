@@ -64,7 +64,10 @@ type op struct {
 	remove types.UID
 	// only, on a removal, limits it to this very record (see ReleaseRecord).
 	only *bindgatev1alpha1.Reservation
-	done chan error // nil for fire-and-forget
+	// group, when not zero, ties additions recorded together (RecordAll):
+	// when the status has no room for all of them, none is recorded.
+	group uint64
+	done  chan error // nil for fire-and-forget
 }
 
 // removes says whether o, a removal, takes out the entry r.
@@ -94,9 +97,16 @@ type Ledger struct {
 	// after reading the status afresh. Set it when several replicas may be
 	// active at once (leader election off).
 	ValidateEveryWrite bool
+	// MaxReservations is the most reservations a policy's status records
+	// (past it, ErrStatusFull). Zero, or more than
+	// bindgatev1alpha1.MaxReservations (status.reservations maxItems),
+	// means bindgatev1alpha1.MaxReservations; tests lower it.
+	MaxReservations int
 
 	mu     sync.Mutex
 	queues map[string]*policyQueue
+	// groups numbers RecordAll's groups.
+	groups uint64
 	// writes counts status writes, for tests and metrics.
 	writes int64
 	ctx    context.Context
@@ -137,6 +147,38 @@ func (l *Ledger) Record(ctx context.Context, policy string, r *bindgatev1alpha1.
 	}
 }
 
+// RecordAll makes rs durable in the policy's status together: in one status
+// write, and none of them when the status has no room for all (each then
+// fails with ErrStatusFull). It returns one result per reservation, once
+// all are known; a failure other than ErrStatusFull (another replica's
+// record took the capacity, a write failed) is reported for the
+// reservations it concerns, and the others may have been recorded.
+func (l *Ledger) RecordAll(ctx context.Context, policy string, rs []*bindgatev1alpha1.Reservation) []error {
+	results := make([]error, len(rs))
+	if len(rs) == 0 {
+		return results
+	}
+	dones := make([]chan error, len(rs))
+	l.mu.Lock()
+	l.groups++
+	group := l.groups
+	ops := make([]op, len(rs))
+	for i, r := range rs {
+		dones[i] = make(chan error, 1)
+		ops[i] = op{add: r, group: group, done: dones[i]}
+	}
+	l.enqueueLocked(policy, ops...)
+	l.mu.Unlock()
+	for i, done := range dones {
+		select {
+		case results[i] = <-done:
+		case <-ctx.Done():
+			results[i] = ctx.Err()
+		}
+	}
+	return results
+}
+
 // Release removes a pod's reservation from the policy's status in a later
 // group commit. It is idempotent.
 func (l *Ledger) Release(policy string, uid types.UID) {
@@ -167,12 +209,18 @@ func (l *Ledger) ReleaseAndWait(ctx context.Context, policy string, uid types.UI
 func (l *Ledger) enqueue(policy string, o op) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.enqueueLocked(policy, o)
+}
+
+// enqueueLocked queues ops for the policy's next group commit, all in the
+// same one (a flush takes every op queued). The caller holds l.mu.
+func (l *Ledger) enqueueLocked(policy string, ops ...op) {
 	q := l.queues[policy]
 	if q == nil {
 		q = &policyQueue{}
 		l.queues[policy] = q
 	}
-	q.ops = append(q.ops, o)
+	q.ops = append(q.ops, ops...)
 	if !q.flushing {
 		q.flushing = true
 		go l.flushLoop(policy, q)
@@ -282,7 +330,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 			}
 		}
 		next := cur.DeepCopy()
-		if !apply(&next.Status, ops, results) {
+		if !apply(&next.Status, ops, results, l.max()) {
 			// Nothing to write: e.g. the release of a reservation that was
 			// never recorded (held in memory only) or already gone.
 			return cur, results
@@ -312,9 +360,34 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 	}
 }
 
-// apply applies ops whose result is still nil to status and recomputes the
-// status totals. It reports whether the reservations changed.
-func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error) bool {
+// groupAdds counts the additions of group among ops (starting at index
+// base of the batch) that would add a record: not failed already, not
+// undone by a later removal, for a pod the status does not hold.
+func groupAdds(ops []op, group uint64, byUID map[types.UID]bindgatev1alpha1.Reservation, results []error, base int, undone func(int, *bindgatev1alpha1.Reservation) bool) int {
+	n := 0
+	for j, o := range ops {
+		if o.group != group || o.add == nil || (results != nil && results[base+j] != nil) || undone(base+j, o.add) {
+			continue
+		}
+		if _, ok := byUID[o.add.PodUID]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// max is the most reservations a policy's status records.
+func (l *Ledger) max() int {
+	if l.MaxReservations <= 0 || l.MaxReservations > bindgatev1alpha1.MaxReservations {
+		return bindgatev1alpha1.MaxReservations
+	}
+	return l.MaxReservations
+}
+
+// apply applies ops whose result is still nil to status, recording at most
+// max reservations, and recomputes the status totals. It reports whether
+// the reservations changed.
+func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []error, max int) bool {
 	byUID := make(map[types.UID]bindgatev1alpha1.Reservation, len(status.Reservations)+len(ops))
 	for _, r := range status.Reservations {
 		byUID[r.PodUID] = r
@@ -349,6 +422,9 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		return false
 	}
 	full := 0
+	errFull := fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, max)
+	// refused holds the groups (RecordAll) the status has no room for.
+	refused := map[uint64]bool{}
 	for i, o := range ops {
 		if o.add == nil || (results != nil && results[i] != nil) {
 			continue
@@ -357,10 +433,22 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 			continue
 		}
 		old, ok := byUID[o.add.PodUID]
-		if !ok && len(byUID) >= maxReservations {
+		if o.group != 0 && !ok {
+			if _, decided := refused[o.group]; !decided {
+				refused[o.group] = len(byUID)+groupAdds(ops[i:], o.group, byUID, results, i, undone) > max
+			}
+			if refused[o.group] {
+				full++
+				if results != nil {
+					results[i] = errFull
+				}
+				continue
+			}
+		}
+		if !ok && len(byUID) >= max {
 			full++
 			if results != nil {
-				results[i] = fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, maxReservations)
+				results[i] = errFull
 			}
 			continue
 		}
@@ -369,7 +457,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		}
 		byUID[o.add.PodUID] = *o.add
 	}
-	if setFull(status, full, len(byUID)) {
+	if setFull(status, full, len(byUID), max) {
 		changed = true
 	}
 	if !changed {
@@ -393,13 +481,10 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 	return true
 }
 
-// maxReservations is bindgatev1alpha1.MaxReservations (smaller in tests).
-var maxReservations = bindgatev1alpha1.MaxReservations
-
 // setFull keeps the policy's ReservationsFull condition: True, naming how
 // many reservations were refused, while additions are refused for want of
 // room; False once the status has room again. It reports a change.
-func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, held int) bool {
+func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, held, max int) bool {
 	cur := meta.FindStatusCondition(status.Conditions, bindgatev1alpha1.ConditionReservationsFull)
 	var want metav1.Condition
 	switch {
@@ -409,10 +494,10 @@ func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, held int) bo
 			Message: fmt.Sprintf("status.reservations holds %d reservations, the most a policy's status may record (etcd's object size limit); "+
 				"further pods of this policy wait (refused %d) until some bind or are released", held, refused),
 		}
-	case cur != nil && cur.Status == metav1.ConditionTrue && held < maxReservations:
+	case cur != nil && cur.Status == metav1.ConditionTrue && held < max:
 		want = metav1.Condition{
 			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionFalse, Reason: bindgatev1alpha1.ReasonHasRoom,
-			Message: fmt.Sprintf("status.reservations holds %d of at most %d reservations", held, maxReservations),
+			Message: fmt.Sprintf("status.reservations holds %d of at most %d reservations", held, max),
 		}
 	default:
 		return false

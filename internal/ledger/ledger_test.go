@@ -137,7 +137,7 @@ func TestApply(t *testing.T) {
 				st.Reservations = append(st.Reservations, *r)
 			}
 			Totals(st)
-			apply(st, tc.ops, tc.results)
+			apply(st, tc.ops, tc.results, bindgatev1alpha1.MaxReservations)
 			if diff := cmp.Diff(tc.want, summarize(st)); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
@@ -145,14 +145,11 @@ func TestApply(t *testing.T) {
 	}
 }
 
-// TestApplyFull: past maxReservations, additions are refused with
+// TestApplyFull: past the ledger's limit (2 here), additions are refused with
 // ErrStatusFull and the policy says so in ReservationsFull; removals in the
 // same batch make room first, and the condition turns False once there is
 // room again.
 func TestApplyFull(t *testing.T) {
-	old := maxReservations
-	maxReservations = 2
-	t.Cleanup(func() { maxReservations = old })
 	type want struct {
 		Summary   summary
 		Refused   []int // indexes of the ops refused as full
@@ -187,6 +184,26 @@ func TestApplyFull(t *testing.T) {
 			ops:   []op{{add: res("x", "n1", "1", false)}, {remove: "uid-a"}},
 			want:  want{Summary: summary{Pods: []string{"b@n1", "x@n1"}, Reserved: 2, CPU: "2"}},
 		},
+		"a group without room for all is refused whole": {
+			start: full(1),
+			ops:   []op{{add: res("x", "n1", "1", false), group: 1}, {add: res("y", "n1", "1", false), group: 1}},
+			want: want{Summary: summary{Pods: []string{"a@n1"}, Reserved: 1, CPU: "1"}, Refused: []int{0, 1},
+				Condition: "True/MaxReservations"},
+		},
+		"a group with room for all is recorded whole": {
+			ops:  []op{{add: res("x", "n1", "1", false), group: 1}, {add: res("y", "n1", "1", false), group: 1}},
+			want: want{Summary: summary{Pods: []string{"x@n1", "y@n1"}, Reserved: 2, CPU: "2"}},
+		},
+		"a group member the status holds takes no room": {
+			start: full(1),
+			ops:   []op{{add: res("a", "n1", "1", false), group: 1}, {add: res("y", "n1", "1", false), group: 1}},
+			want:  want{Summary: summary{Pods: []string{"a@n1", "y@n1"}, Reserved: 2, CPU: "2"}},
+		},
+		"a removal in the batch makes room for a group": {
+			start: full(2),
+			ops:   []op{{remove: "uid-a"}, {remove: "uid-b"}, {add: res("x", "n1", "1", false), group: 1}, {add: res("y", "n1", "1", false), group: 1}},
+			want:  want{Summary: summary{Pods: []string{"x@n1", "y@n1"}, Reserved: 2, CPU: "2"}},
+		},
 		"room again clears the condition": {
 			start: full(2), condition: metav1.ConditionTrue,
 			ops:  []op{{remove: "uid-a"}},
@@ -204,7 +221,7 @@ func TestApplyFull(t *testing.T) {
 			}
 			Totals(st)
 			results := make([]error, len(tc.ops))
-			apply(st, tc.ops, results)
+			apply(st, tc.ops, results, 2)
 			got := want{Summary: summarize(st)}
 			for i, err := range results {
 				if errors.Is(err, ErrStatusFull) {

@@ -231,6 +231,13 @@ func (s *Scheduler) record(ctx context.Context, policy string, r *bindgatev1alph
 	if err := s.Ledger.Record(ctx, policy, r); err != nil {
 		return err
 	}
+	return s.stillHeld(policy, r)
+}
+
+// stillHeld checks, after r was recorded, that its reservation is still
+// held; else the record is released again and the write reported as a lost
+// race (see record).
+func (s *Scheduler) stillHeld(policy string, r *bindgatev1alpha1.Reservation) error {
 	if res, held := s.Cache.Reserved(r.PodUID); !held || res.Policy != policy {
 		s.Ledger.Release(policy, r.PodUID)
 		return fmt.Errorf("%w: the reservation of %s/%s was released while it was recorded", ledger.ErrLostRace, r.PodNamespace, r.PodName)

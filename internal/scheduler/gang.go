@@ -110,6 +110,33 @@ func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.Binding
 	return h.s.record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
 }
 
+func (h gangHandle) RecordAll(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pods []*corev1.Pod, at time.Time) []error {
+	errs := make([]error, len(pods))
+	if !h.s.Durability.MustRecord(policy) {
+		return errs // held in memory: the members bind at once
+	}
+	var (
+		rs  []*bindgatev1alpha1.Reservation
+		idx []int
+	)
+	for i, pod := range pods {
+		res, ok := h.s.Cache.Reserved(pod.UID)
+		if !ok {
+			errs[i] = errors.New("the reservation is gone")
+			continue
+		}
+		rs = append(rs, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
+		idx = append(idx, i)
+	}
+	for j, err := range h.s.Ledger.RecordAll(ctx, policy.Name, rs) {
+		if err == nil {
+			err = h.s.stillHeld(policy.Name, rs[j])
+		}
+		errs[idx[j]] = err
+	}
+	return errs
+}
+
 func (h gangHandle) Waiting(ctx context.Context, pod *corev1.Pod, msg string) {
 	// A copy: the write decodes the pod it returns into the object given.
 	if err := h.s.Conditions().Permitted(ctx, pod.DeepCopy(), corev1.ConditionFalse, bindgatev1alpha1.ReasonWaiting, msg); err != nil {

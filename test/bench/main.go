@@ -125,7 +125,7 @@ type point struct {
 func main() {
 	var (
 		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
-		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods), gangs and gangs-rack (bindgate's label gangs, bindgate only), podgroups and podgroups-rack (the same gangs as upstream PodGroups, against kube-scheduler's GangScheduling with the Workload API's feature gates on).")
+		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods), gangs and gangs-rack (bindgate's label gangs, bindgate only), podgroups and podgroups-rack (the same gangs as upstream PodGroups, against kube-scheduler's GangScheduling with the Workload API's feature gates on), podgroups-stream and podgroups-rack-stream (100 such PodGroups whose members are created one by one at 100 pods/s).")
 		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
 		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
@@ -155,6 +155,11 @@ func main() {
 		"gangs-rack":     {Name: "gangs: 64 gangs of 8 (16 CPU each) on 512 nodes in 32 racks, each Required in one rack", Nodes: 512, Pods: 512, Kind: KindGangRack},
 		"podgroups":      {Name: "PodGroups: 64 PodGroups of 8 (16 CPU each) on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 512, Kind: KindPodGroup},
 		"podgroups-rack": {Name: "PodGroups: 64 PodGroups of 8 (16 CPU each) on 512 nodes in 32 racks, each constrained to one rack", Nodes: 512, Pods: 512, Kind: KindPodGroupRack},
+		// Members arriving one by one: a gang is incomplete until its
+		// eighth member exists (bindgate tells the waiting members why;
+		// kube-scheduler holds them in PreEnqueue). Latency is the measure.
+		"podgroups-stream":      {Name: "PodGroups arriving: 100 PodGroups of 8 (16 CPU each), members created one by one at 100 pods/s, on 512 nodes in 32 racks, no topology", Nodes: 512, Pods: 800, Rate: 100, Duration: 8 * time.Second, Kind: KindPodGroup},
+		"podgroups-rack-stream": {Name: "PodGroups arriving: 100 PodGroups of 8 (16 CPU each), members created one by one at 100 pods/s, on 512 nodes in 32 racks, each constrained to one rack", Nodes: 512, Pods: 800, Rate: 100, Duration: 8 * time.Second, Kind: KindPodGroupRack},
 	}
 	var results []result
 	var order []string
