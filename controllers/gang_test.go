@@ -284,8 +284,9 @@ func TestGangStatusFull(t *testing.T) {
 		return true, nil
 	})
 	p := getPolicy(t, pol)
-	if c := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReservationsFull); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("ReservationsFull = %+v, want True", c)
+	if c := meta.FindStatusCondition(p.Status.Conditions, bindgatev1alpha1.ConditionReservationsFull); c == nil || c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "holds 3 of at most 4 reservations (etcd's object size limit), too few left for a gang of 3 recorded together") {
+		t.Errorf("ReservationsFull = %+v, want True, naming the gang", c)
 	}
 	for _, r := range p.Status.Reservations {
 		if !strings.HasPrefix(r.PodName, "a") {

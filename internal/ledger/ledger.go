@@ -392,7 +392,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 	for _, r := range status.Reservations {
 		byUID[r.PodUID] = r
 	}
-	changed := false
+	changed, removed := false, false
 	// Removals first, so that a batch that frees entries makes room for
 	// its own additions.
 	for i, o := range ops {
@@ -400,7 +400,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 			continue
 		}
 		if cur, ok := byUID[o.remove]; ok && o.removes(cur) {
-			changed = true
+			changed, removed = true, true
 			delete(byUID, o.remove)
 		}
 	}
@@ -421,7 +421,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		}
 		return false
 	}
-	full := 0
+	full, need := 0, 0 // need: the largest group refused
 	errFull := fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, max)
 	// refused holds the groups (RecordAll) the status has no room for.
 	refused := map[uint64]bool{}
@@ -435,7 +435,11 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		old, ok := byUID[o.add.PodUID]
 		if o.group != 0 && !ok {
 			if _, decided := refused[o.group]; !decided {
-				refused[o.group] = len(byUID)+groupAdds(ops[i:], o.group, byUID, results, i, undone) > max
+				n := groupAdds(ops[i:], o.group, byUID, results, i, undone)
+				refused[o.group] = len(byUID)+n > max
+				if refused[o.group] && n > need {
+					need = n
+				}
 			}
 			if refused[o.group] {
 				full++
@@ -457,7 +461,7 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		}
 		byUID[o.add.PodUID] = *o.add
 	}
-	if setFull(status, full, len(byUID), max) {
+	if setFull(status, full, need, len(byUID), max, removed) {
 		changed = true
 	}
 	if !changed {
@@ -483,18 +487,27 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 
 // setFull keeps the policy's ReservationsFull condition: True, naming how
 // many reservations were refused, while additions are refused for want of
-// room; False once the status has room again. It reports a change.
-func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, held, max int) bool {
+// room (need, when not zero, is the largest group refused: the status may
+// still have room for fewer); False once a removal made room again. Updates
+// of records the status holds, and additions it had room for, leave it as
+// it is. It reports a change.
+func setFull(status *bindgatev1alpha1.BindingPolicyStatus, refused, need, held, max int, removed bool) bool {
 	cur := meta.FindStatusCondition(status.Conditions, bindgatev1alpha1.ConditionReservationsFull)
 	var want metav1.Condition
 	switch {
+	case refused > 0 && held < max:
+		want = metav1.Condition{
+			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionTrue, Reason: bindgatev1alpha1.ReasonMaxReservations,
+			Message: fmt.Sprintf("status.reservations holds %d of at most %d reservations (etcd's object size limit), too few left for a gang of %d "+
+				"recorded together; further pods of this policy wait (refused %d) until some bind or are released", held, max, need, refused),
+		}
 	case refused > 0:
 		want = metav1.Condition{
 			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionTrue, Reason: bindgatev1alpha1.ReasonMaxReservations,
 			Message: fmt.Sprintf("status.reservations holds %d reservations, the most a policy's status may record (etcd's object size limit); "+
 				"further pods of this policy wait (refused %d) until some bind or are released", held, refused),
 		}
-	case cur != nil && cur.Status == metav1.ConditionTrue && held < max:
+	case cur != nil && cur.Status == metav1.ConditionTrue && removed && held < max:
 		want = metav1.Condition{
 			Type: bindgatev1alpha1.ConditionReservationsFull, Status: metav1.ConditionFalse, Reason: bindgatev1alpha1.ReasonHasRoom,
 			Message: fmt.Sprintf("status.reservations holds %d of at most %d reservations", held, max),

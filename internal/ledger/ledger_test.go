@@ -204,6 +204,16 @@ func TestApplyFull(t *testing.T) {
 			ops:   []op{{remove: "uid-a"}, {remove: "uid-b"}, {add: res("x", "n1", "1", false), group: 1}, {add: res("y", "n1", "1", false), group: 1}},
 			want:  want{Summary: summary{Pods: []string{"x@n1", "y@n1"}, Reserved: 2, CPU: "2"}},
 		},
+		"an update of a held pod leaves the condition as it is": {
+			start: full(1), condition: metav1.ConditionTrue,
+			ops:  []op{{add: res("a", "n1", "1", true)}},
+			want: want{Summary: summary{Pods: []string{"a@n1"}, Reserved: 1, Waiting: 1, CPU: "1"}, Condition: "True/MaxReservations"},
+		},
+		"an addition with room leaves the condition as it is": {
+			start: full(0), condition: metav1.ConditionTrue,
+			ops:  []op{{add: res("x", "n1", "1", false)}},
+			want: want{Summary: summary{Pods: []string{"x@n1"}, Reserved: 1, CPU: "1"}, Condition: "True/MaxReservations"},
+		},
 		"room again clears the condition": {
 			start: full(2), condition: metav1.ConditionTrue,
 			ops:  []op{{remove: "uid-a"}},
