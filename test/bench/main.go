@@ -24,6 +24,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -127,7 +128,7 @@ func main() {
 		reps      = flag.Int("reps", 3, "Repetitions per contender and workload (medians are reported).")
 		only      = flag.String("workloads", "500x3000,5000x10000,stream,stream100", "Comma-separated workloads: 500x3000, 5000x10000, stream (200 pods/s), stream100 (100 pods/s), antiaffinity (500 nodes / 1000 anti-affine pods), spread (1000 nodes in 3 zones / 5000 spread pods), gangs and gangs-rack (bindgate's label gangs, bindgate only), podgroups and podgroups-rack (the same gangs as upstream PodGroups, against kube-scheduler's GangScheduling with the Workload API's feature gates on), podgroups-stream and podgroups-rack-stream (100 such PodGroups whose members are created one by one at 100 pods/s).")
 		out       = flag.String("out", "docs/benchmarks.md", "Markdown report to write.")
-		plotOut   = flag.String("plot", "docs/benchmarks.png", "PNG plot of bound pods over time (500x3000).")
+		plotOut   = flag.String("plot", "", "PNG plot of bound pods over time (500x3000); default: the -out path with .png (docs/benchmarks.png).")
 		bindgate  = flag.String("bindgate", "bin/bindgate", "bindgate binary.")
 		scheduler = flag.String("kube-scheduler", "bin/kube-scheduler", "kube-scheduler binary.")
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
@@ -225,15 +226,29 @@ func main() {
 			}
 		}
 	}
-	report := render(order, results, os.Args[1:])
+	plot := cmp.Or(*plotOut, strings.TrimSuffix(*out, filepath.Ext(*out))+".png")
+	report := render(order, results, os.Args[1:], plotRef(*out, plot))
 	if err := writeReport(*out, report); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := plotCurves(*plotOut, results); err != nil {
+	if err := plotCurves(plot, results); err != nil {
 		fmt.Fprintln(os.Stderr, "plot:", err)
 	}
 	fmt.Println(report)
+}
+
+// plotRef is how the report at out links to the plot: relative to the
+// report's directory (an -out elsewhere no longer links to, nor overwrites,
+// docs/benchmarks.png), else the plot's absolute path.
+func plotRef(out, plot string) string {
+	if rel, err := filepath.Rel(filepath.Dir(out), plot); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	if abs, err := filepath.Abs(plot); err == nil {
+		return abs
+	}
+	return plot
 }
 
 type runConfig struct {

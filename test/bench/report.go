@@ -73,7 +73,7 @@ func summarize(results []result, workload, contender string) summary {
 	return s
 }
 
-func render(workloads []string, results []result, args []string) string {
+func render(workloads []string, results []result, args []string, plot string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %d CPUs (%s/%s) with `make bench`", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	if len(args) > 0 {
@@ -140,7 +140,7 @@ func render(workloads []string, results []result, args []string) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("![bound pods over time](benchmarks.png)\n")
+	fmt.Fprintf(&b, "![bound pods over time](%s)\n", plot)
 	return b.String()
 }
 

@@ -322,3 +322,23 @@ func TestRenderPairs(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotRef: the report links to its plot relative to its own directory,
+// or by absolute path when the plot is elsewhere.
+func TestPlotRef(t *testing.T) {
+	abs, err := filepath.Abs("elsewhere/p.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ out, plot, want string }{
+		"make bench":             {out: "docs/benchmarks.md", plot: "docs/benchmarks.png", want: "benchmarks.png"},
+		"a report in /tmp":       {out: "/tmp/b1.md", plot: "/tmp/b1.png", want: "b1.png"},
+		"a plot outside its dir": {out: "docs/benchmarks.md", plot: "elsewhere/p.png", want: abs},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := plotRef(tc.out, tc.plot); got != tc.want {
+				t.Errorf("plotRef(%q, %q) = %q, want %q", tc.out, tc.plot, got, tc.want)
+			}
+		})
+	}
+}
