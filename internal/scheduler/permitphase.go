@@ -157,8 +157,13 @@ func (s *Scheduler) permitTimeout(ctx context.Context, state *framework.CycleSta
 	policy := state.Policy
 	action := permit.OnTimeout(policy)
 	msg := fmt.Sprintf("permit timeout (%s) waiting for: %s", permit.Timeout(policy), pending)
-	s.unreserve(ctx, state, pod, node.Name)
+	// The gang's other members first, under the gang's lock: with this
+	// pod's reservation gone first, another member's own cycle could see
+	// the gang short (Check) and let go of its reservation before Release
+	// reached it, without the timeout's condition and hold, and place the
+	// whole gang again at once.
 	s.Gangs().Release(ctx, state.Policy, pod)
+	s.unreserve(ctx, state, pod, node.Name)
 	s.observePermit(policy, metrics.PermitTimeout, reservedAt)
 	s.Recorder.Eventf(pod, node, corev1.EventTypeWarning, EventPermitTimeout, "Permit", "%s (onTimeout: %s)", msg, action)
 	if err := s.Conditions().Permitted(ctx, pod, corev1.ConditionFalse, bindgatev1alpha1.ReasonTimeout, msg); err != nil {
