@@ -119,18 +119,26 @@ func TestRecordOnMissingPolicy(t *testing.T) {
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
+// limitedLedger creates a policy named after prefix and a ledger that
+// records at most max reservations in its status.
+func limitedLedger(t *testing.T, prefix string, max int) (*bindgatev1alpha1.BindingPolicy, *Ledger) {
+	t.Helper()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq(prefix)}}
+	if err := env.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	l := New(env.Client, env.Client, nil)
+	l.MaxReservations = max
+	return p, l
+}
+
 // TestStatusFull: at the bound, Record refuses further reservations with
 // ErrStatusFull at once (no status write the API server would refuse, no
 // retry), the policy's ReservationsFull condition says so, and a release
 // makes room again.
 func TestStatusFull(t *testing.T) {
 	ctx := context.Background()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("status-full")}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	l := New(env.Client, env.Client, nil)
-	l.MaxReservations = 3
+	p, l := limitedLedger(t, "status-full", 3)
 	for i := range 3 {
 		if err := l.Record(ctx, p.Name, res(fmt.Sprintf("p%d", i), "n1", "100m", false)); err != nil {
 			t.Fatal(err)
@@ -174,12 +182,7 @@ func TestStatusFull(t *testing.T) {
 // and none of them when the status has no room for all.
 func TestRecordAll(t *testing.T) {
 	ctx := context.Background()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq("record-all")}}
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	l := New(env.Client, env.Client, nil)
-	l.MaxReservations = 4
+	p, l := limitedLedger(t, "record-all", 4)
 	group := func(names ...string) []*bindgatev1alpha1.Reservation {
 		var rs []*bindgatev1alpha1.Reservation
 		for _, n := range names {

@@ -360,13 +360,14 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 	}
 }
 
-// groupAdds counts the additions of group among ops (starting at index
-// base of the batch) that would add a record: not failed already, not
-// undone by a later removal, for a pod the status does not hold.
-func groupAdds(ops []op, group uint64, byUID map[types.UID]bindgatev1alpha1.Reservation, results []error, base int, undone func(int, *bindgatev1alpha1.Reservation) bool) int {
+// groupAdds counts the additions of ops[from]'s group, from there on, that
+// would add a record: not failed already, not undone by a later removal,
+// for a pod the status does not hold.
+func groupAdds(ops []op, from int, byUID map[types.UID]bindgatev1alpha1.Reservation, results []error, undone func(int, *bindgatev1alpha1.Reservation) bool) int {
 	n := 0
-	for j, o := range ops {
-		if o.group != group || o.add == nil || (results != nil && results[base+j] != nil) || undone(base+j, o.add) {
+	for j := from; j < len(ops); j++ {
+		o := ops[j]
+		if o.group != ops[from].group || o.add == nil || (results != nil && results[j] != nil) || undone(j, o.add) {
 			continue
 		}
 		if _, ok := byUID[o.add.PodUID]; !ok {
@@ -422,9 +423,15 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		return false
 	}
 	full, need := 0, 0 // need: the largest group refused
-	errFull := fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, max)
-	// refused holds the groups (RecordAll) the status has no room for.
-	refused := map[uint64]bool{}
+	refuse := func(i int) {
+		full++
+		if results != nil {
+			results[i] = fmt.Errorf("%w (%d, status.reservations maxItems)", ErrStatusFull, max)
+		}
+	}
+	// refused holds the groups (RecordAll) decided in this batch: true
+	// when the status has no room for all of the group.
+	var refused map[uint64]bool
 	for i, o := range ops {
 		if o.add == nil || (results != nil && results[i] != nil) {
 			continue
@@ -435,25 +442,22 @@ func apply(status *bindgatev1alpha1.BindingPolicyStatus, ops []op, results []err
 		old, ok := byUID[o.add.PodUID]
 		if o.group != 0 && !ok {
 			if _, decided := refused[o.group]; !decided {
-				n := groupAdds(ops[i:], o.group, byUID, results, i, undone)
+				if refused == nil {
+					refused = map[uint64]bool{}
+				}
+				n := groupAdds(ops, i, byUID, results, undone)
 				refused[o.group] = len(byUID)+n > max
 				if refused[o.group] && n > need {
 					need = n
 				}
 			}
 			if refused[o.group] {
-				full++
-				if results != nil {
-					results[i] = errFull
-				}
+				refuse(i)
 				continue
 			}
 		}
 		if !ok && len(byUID) >= max {
-			full++
-			if results != nil {
-				results[i] = errFull
-			}
+			refuse(i)
 			continue
 		}
 		if !ok || !apiequality.Semantic.DeepEqual(old, *o.add) {

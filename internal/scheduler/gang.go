@@ -100,21 +100,11 @@ func (h gangHandle) Forget(ctx context.Context, policy *bindgatev1alpha1.Binding
 }
 
 func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error {
-	res, ok := h.s.Cache.Reserved(pod.UID)
-	if !ok {
-		return errors.New("the reservation is gone")
-	}
-	if !h.s.Durability.MustRecord(policy) {
-		return nil // held in memory: the member binds at once
-	}
-	return h.s.record(ctx, policy.Name, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
+	return h.RecordAll(ctx, policy, []*corev1.Pod{pod}, at)[0]
 }
 
 func (h gangHandle) RecordAll(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pods []*corev1.Pod, at time.Time) []error {
 	errs := make([]error, len(pods))
-	if !h.s.Durability.MustRecord(policy) {
-		return errs // held in memory: the members bind at once
-	}
 	var (
 		rs  []*bindgatev1alpha1.Reservation
 		idx []int
@@ -127,6 +117,9 @@ func (h gangHandle) RecordAll(ctx context.Context, policy *bindgatev1alpha1.Bind
 		}
 		rs = append(rs, ledger.NewReservation(pod, res.Node, framework.PodRequests(pod).ResourceList(), at, nil))
 		idx = append(idx, i)
+	}
+	if !h.s.Durability.MustRecord(policy) {
+		return errs // held in memory: the members bind at once
 	}
 	for j, err := range h.s.Ledger.RecordAll(ctx, policy.Name, rs) {
 		if err == nil {
