@@ -67,7 +67,9 @@ func Merge(pod *corev1.Pod, cond corev1.PodCondition, now metav1.Time) (corev1.P
 	return cond, changed
 }
 
-// Set writes cond on the pod unless the pod already says exactly that.
+// Set writes cond on the pod unless the pod already says exactly that. The
+// API server's answer is decoded into pod (controller-runtime's Patch), so
+// pass a copy of an object others read, such as one shared by a gang.
 func (w *Writer) Set(ctx context.Context, pod *corev1.Pod, cond corev1.PodCondition) error {
 	cond, changed := Merge(pod, cond, metav1.NewTime(w.Clock.Now()))
 	if !changed {
