@@ -61,10 +61,10 @@ const (
 	ErrReasonDRA = "pod uses dynamic resource allocation (spec.resourceClaims), which bindgate allocates only as the single active replica (--leader-elect=true); schedule it with kube-scheduler"
 	// ErrReasonDRAForbidden is the reason a pod with resourceClaims is
 	// refused when the operator may not do what DRA needs.
-	ErrReasonDRAForbidden = "pod uses dynamic resource allocation (spec.resourceClaims), and the operator's RBAC does not allow reading resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses and writing claims' status"
+	ErrReasonDRAForbidden = "pod uses dynamic resource allocation (spec.resourceClaims), and the operator's RBAC does not allow reading resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses and writing claims' status (checked when the operator started: restart it once that is granted)"
 	// ErrReasonDRANotServed is the reason a pod with resourceClaims is
 	// refused when the API server does not serve resource.k8s.io/v1.
-	ErrReasonDRANotServed = "pod uses dynamic resource allocation (spec.resourceClaims), and the API server does not serve resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses"
+	ErrReasonDRANotServed = "pod uses dynamic resource allocation (spec.resourceClaims), and the API server does not serve resource.k8s.io/v1 resourceclaims, resourceslices and deviceclasses (checked when the operator started: restart it once they are served)"
 )
 
 // policyStateKey holds the policy of the pod's cycle in the CycleState.
