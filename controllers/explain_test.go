@@ -258,6 +258,32 @@ func TestExplain(t *testing.T) {
 		}
 	})
 
+	// A gang member holds no reservation while its gang is short: its
+	// members are reserved together. explain reports the wait the operator
+	// reported on the pod instead of "not evaluated", and says the pod
+	// waits for its gang rather than naming the node a cycle would pick.
+	t.Run("gang short of members", func(t *testing.T) {
+		pol := uniq("explain-gang")
+		pool(t, pol, ownPods, withGang(3))
+		newNode(uniq(pol+"-node")).label("pool", pol).create(t)
+		ns := ownNamespace(t)
+		newPod(ns, "m0").policy(pol).label("owner", pol).label(bindgatev1alpha1.GroupLabel, "g").
+			req(corev1.ResourceCPU, "100m").create(t)
+		const reported = "gang g: 1/3 members exist, none reserved"
+		eventually(t, 15*time.Second, "the gang's wait reported", func() (bool, error) {
+			return strings.Contains(permittedMessage(t, ns, "m0"), reported), nil
+		})
+		r, text := explainPod(t, ns, "m0", explain.ExplainOptions{})
+		if r.Reservation != nil {
+			t.Errorf("reservation = %+v, want none", r.Reservation)
+		}
+		want := []explain.ConditionVerdict{{Name: "gang", Kind: "gang", Verdict: explain.VerdictWaiting, Message: reported}}
+		if diff := cmp.Diff(want, r.Permit); diff != "" {
+			t.Errorf("permit verdicts (-want +got):\n%s", diff)
+		}
+		wantText(t, text, "waiting in Permit for gang, no reservation yet", reported)
+	})
+
 	t.Run("not a bindgate pod", func(t *testing.T) {
 		ns := ownNamespace(t)
 		plain := newPod(ns, "plain")

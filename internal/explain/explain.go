@@ -238,7 +238,10 @@ func statusMessage(st *fwk.Status) string {
 // permitVerdicts evaluates the policy's permit conditions for the pod on
 // its reserved node: expressions are evaluated here, with the operator's
 // code; the other kinds (gang, volumes, webhook) are reported as the
-// operator last reported them on the pod's Permitted condition.
+// operator last reported them on the pod's Permitted condition. Without a
+// reservation nothing is evaluated, but a gang member's reported wait is
+// kept: a gang's members are reserved together, so a member waits for its
+// gang holding none.
 func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy, res *Reservation) []ConditionVerdict {
 	if pol.Spec.Permit == nil {
 		return nil
@@ -268,7 +271,15 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 	var out []ConditionVerdict
 	for _, c := range pol.Spec.Permit.Conditions {
 		v := ConditionVerdict{Name: c.Name, Kind: kind(c)}
+		msg, isPending := pending[c.Name]
 		switch {
+		case c.Gang != nil && node == nil && isPending:
+			// A gang's members are reserved together: a member waits for
+			// its gang without a reservation of its own.
+			v.Verdict, v.Message = VerdictWaiting, msg
+			if cond.Reason == bindgatev1alpha1.ReasonRejected {
+				v.Verdict = VerdictRejected
+			}
 		case node == nil:
 			v.Verdict = VerdictNotEvaluated
 			v.Message = "the pod holds no reservation under this policy: conditions are evaluated once it is reserved on a node"
@@ -283,7 +294,6 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 				v.Verdict, v.Message = VerdictRejected, st.Message()
 			}
 		default:
-			msg, isPending := pending[c.Name]
 			switch {
 			case isPending && cond.Reason == bindgatev1alpha1.ReasonRejected:
 				v.Verdict, v.Message = VerdictRejected, msg
@@ -332,6 +342,15 @@ func stateLine(pod *corev1.Pod, r *Report) string {
 	}
 	if r.Nodes != nil && r.Nodes.Feasible == 0 {
 		return fmt.Sprintf("unschedulable: 0/%d nodes take it under BindingPolicy %s", r.Nodes.Total, r.Policy)
+	}
+	var waiting []string
+	for _, v := range r.Permit {
+		if v.Verdict == VerdictWaiting || v.Verdict == VerdictRejected {
+			waiting = append(waiting, v.Name)
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Sprintf("waiting in Permit for %s, no reservation yet", strings.Join(waiting, ", "))
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonStranded {
