@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
+	"github.com/bindgate/bindgate/internal/explain"
 )
 
 const (
@@ -300,6 +302,14 @@ func TestPodGroupGang(t *testing.T) {
 	if n := countBound(t, ns); n != 0 {
 		t.Fatalf("%d pods bound before the gang is complete", n)
 	}
+	// explain shows the PodGroup's wait, though the policy has no gang
+	// condition of its own.
+	r, text := explainPod(t, ns, "w0", explain.ExplainOptions{})
+	want := []explain.ConditionVerdict{{Name: "gang", Kind: "podgroup", Verdict: explain.VerdictWaiting, Message: "gang train: 2/3 members exist, none reserved"}}
+	if diff := cmp.Diff(want, r.Permit); diff != "" {
+		t.Errorf("explain's permit verdicts (-want +got):\n%s", diff)
+	}
+	wantText(t, text, "waiting in Permit for gang, no reservation yet")
 	member("w2")
 	var nodes []*corev1.Node
 	eventually(t, 30*time.Second, "the gang bound together", func() (bool, error) {

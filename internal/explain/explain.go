@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/framework"
+	"github.com/bindgate/bindgate/internal/gang"
 	"github.com/bindgate/bindgate/internal/permit"
 	"github.com/bindgate/bindgate/internal/placement"
 	"github.com/bindgate/bindgate/internal/policy"
@@ -243,9 +245,6 @@ func statusMessage(st *fwk.Status) string {
 // kept: a gang's members are reserved together, so a member waits for its
 // gang holding none.
 func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindgatev1alpha1.BindingPolicy, res *Reservation) []ConditionVerdict {
-	if pol.Spec.Permit == nil {
-		return nil
-	}
 	pending := map[string]string{}
 	var cond *corev1.PodCondition
 	for i := range pod.Status.Conditions {
@@ -264,11 +263,20 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 	if res != nil && res.Policy == pol.Name {
 		node = s.nodes[res.Node]
 	}
+	var out []ConditionVerdict
+	// A member of an upstream PodGroup is in its gang whatever the
+	// policy's conditions; a policy condition of the same name reports it
+	// below.
+	if msg, ok := pending[gang.PodGroupCondition]; ok && node == nil && gang.PodGroupName(pod) != "" && !hasCondition(pol, gang.PodGroupCondition) {
+		out = append(out, ConditionVerdict{Name: gang.PodGroupCondition, Kind: "podgroup", Verdict: VerdictWaiting, Message: msg})
+	}
+	if pol.Spec.Permit == nil {
+		return out
+	}
 	plugins := map[string]framework.PermitPlugin{}
 	for _, p := range permit.PluginsFor(pol) {
 		plugins[p.Name()] = p
 	}
-	var out []ConditionVerdict
 	for _, c := range pol.Spec.Permit.Conditions {
 		v := ConditionVerdict{Name: c.Name, Kind: kind(c)}
 		msg, isPending := pending[c.Name]
@@ -310,6 +318,13 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 		out = append(out, v)
 	}
 	return out
+}
+
+// hasCondition says whether the policy has a permit condition named name.
+func hasCondition(pol *bindgatev1alpha1.BindingPolicy, name string) bool {
+	return pol.Spec.Permit != nil && slices.ContainsFunc(pol.Spec.Permit.Conditions, func(c bindgatev1alpha1.PermitCondition) bool {
+		return c.Name == name
+	})
 }
 
 func kind(c bindgatev1alpha1.PermitCondition) string {

@@ -40,7 +40,8 @@ type Report struct {
 	Nodes *Nodes `json:"nodes,omitempty"`
 	// Reservation is the capacity the pod holds, if any.
 	Reservation *Reservation `json:"reservation,omitempty"`
-	// Permit is each permit condition's verdict.
+	// Permit is each permit condition's verdict, led by the wait of the
+	// pod's upstream PodGroup (kind "podgroup") while its gang is short.
 	Permit []ConditionVerdict `json:"permit,omitempty"`
 	// Timeline lists the pod's recent events and condition changes, oldest first.
 	Timeline []TimelineEntry `json:"timeline,omitempty"`
@@ -122,7 +123,9 @@ const (
 
 // ConditionVerdict is one permit condition's current verdict.
 type ConditionVerdict struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Kind is the condition's kind: expression, gang, volumes or webhook;
+	// podgroup for the gang of the pod's upstream PodGroup.
 	Kind    string `json:"kind"`
 	Verdict string `json:"verdict"`
 	Message string `json:"message,omitempty"`

@@ -163,7 +163,7 @@ func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.Binding
 	pg := &schedulingv1beta1.PodGroup{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Spec{Condition: "gang", Group: name, PodGroup: true}, true, errPodGroupMissing
+			return Spec{Condition: PodGroupCondition, Group: name, PodGroup: true}, true, errPodGroupMissing
 		}
 		return Spec{}, false, fmt.Errorf("reading PodGroup %s: %w", name, err)
 	}
@@ -171,7 +171,7 @@ func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.Binding
 	if gp == nil {
 		return Spec{}, false, nil // a basic PodGroup: pods are placed one by one
 	}
-	s := Spec{Condition: "gang", Group: name, MinMember: int(gp.MinCount), PodGroup: true}
+	s := Spec{Condition: PodGroupCondition, Group: name, MinMember: int(gp.MinCount), PodGroup: true}
 	if pc, ok := Of(policy, pod); ok {
 		s.Condition = pc.Condition
 	}

@@ -223,6 +223,11 @@ type Permit struct {
 // spec.schedulingGroup.podGroupName.
 const PodGroupIndex = "spec.schedulingGroup.podGroupName"
 
+// PodGroupCondition names the gang of an upstream PodGroup in a member's
+// Permitted condition ("gang: gang train: 2/3 members exist, ..."), as a
+// policy's gang condition is named by the policy.
+const PodGroupCondition = "gang"
+
 // PodGroupName returns the PodGroup a pod names, or "".
 func PodGroupName(pod *corev1.Pod) string {
 	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
