@@ -274,7 +274,7 @@ func newPlacer(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, c
 		}
 	}
 	p, err := placement.New(ctx, placement.Options{
-		Cache: c, Client: cs, Informers: factory, PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore),
+		Cache: c, Client: cs, Informers: factory, PercentageOfNodesToScore: int32(opts.PercentageOfNodesToScore), Parallelism: opts.Parallelism,
 		DRA: draOptions(ctx, cs, opts.LeaderElection),
 	})
 	if err != nil {

@@ -155,6 +155,9 @@ type Scheduling struct {
 	// PercentageOfNodesToScore overrides the adaptive node sample (0:
 	// adaptive).
 	PercentageOfNodesToScore int
+	// Parallelism bounds the goroutines the Filter and Score plugins run
+	// in over the nodes, as kube-scheduler's parallelism (0: 16).
+	Parallelism int
 }
 
 // AddFlags binds the options to fs.
@@ -166,6 +169,8 @@ func (o *Scheduling) AddFlags(fs *flag.FlagSet) {
 		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle), so workers move on to the next pod.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
+	fs.IntVar(&o.Parallelism, "parallelism", 16,
+		"Goroutines the Filter and Score plugins run in over the nodes in one cycle, as kube-scheduler's parallelism.")
 }
 
 // Validate checks the options.
@@ -177,6 +182,9 @@ func (o *Scheduling) Validate() error {
 	}
 	if o.PercentageOfNodesToScore < 0 || o.PercentageOfNodesToScore > 100 {
 		return fmt.Errorf("--percentage-of-nodes-to-score=%d: want 0 to 100", o.PercentageOfNodesToScore)
+	}
+	if o.Parallelism < 0 {
+		return fmt.Errorf("--parallelism=%d: want a positive number (0 means 16)", o.Parallelism)
 	}
 	return nil
 }

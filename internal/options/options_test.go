@@ -65,6 +65,7 @@ func TestValidate(t *testing.T) {
 		"defaults":                 {},
 		"unknown durability":       {args: []string{"--durable-reservations=sometimes"}, want: "--durable-reservations"},
 		"percentage over 100":      {args: []string{"--percentage-of-nodes-to-score=101"}, want: "--percentage-of-nodes-to-score"},
+		"negative parallelism":     {args: []string{"--parallelism=-1"}, want: "--parallelism"},
 		"unknown cert mode":        {args: []string{"--webhook-cert-mode=vault"}, want: "--webhook-cert-mode"},
 		"empty operator namespace": {args: []string{"--operator-namespace="}, want: "--operator-namespace"},
 	}

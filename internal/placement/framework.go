@@ -39,6 +39,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	kcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
@@ -124,6 +125,8 @@ type Options struct {
 	Informers informers.SharedInformerFactory
 	// PercentageOfNodesToScore as kube-scheduler's (0: adaptive).
 	PercentageOfNodesToScore int32
+	// Parallelism as kube-scheduler's (0: its default, 16).
+	Parallelism int
 	// DRA configures dynamic resource allocation.
 	DRA DRAOptions
 }
@@ -229,6 +232,7 @@ func New(ctx context.Context, opts Options) (*Placer, error) {
 			frameworkruntime.WithSharedDRAManager(dra),
 			frameworkruntime.WithSnapshotSharedLister(p.snapshot),
 			frameworkruntime.WithLogger(klog.FromContext(ctx).WithName("placement")),
+			frameworkruntime.WithParallelism(cmp.Or(opts.Parallelism, parallelize.DefaultParallelism)),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("building kube-scheduler's framework (%s): %w", strategy, err)
