@@ -19,6 +19,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -39,6 +40,33 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// medianInterval is a distribution-free confidence interval for the median
+// of the population xs were drawn from: the order statistics x(k) and
+// x(n+1-k) with the largest k whose coverage, 1 - 2·P(B < k) for B
+// binomial(n, ½), is at least 90%. ok is false below 5 values, where even
+// the smallest and largest value hold the median with less than 90%.
+func medianInterval(xs []float64) (lo, hi, coverage float64, ok bool) {
+	n := len(xs)
+	if n < 5 {
+		return 0, 0, 0, false
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	// below[k] = P(B < k+1) = P(B <= k).
+	below, p, c := 0.0, math.Pow(0.5, float64(n)), 1.0
+	k, cov := 0, 0.0
+	for j := 0; j < n/2; j++ {
+		below += c * p // P(B = j) = C(n, j) / 2^n
+		c = c * float64(n-j) / float64(j+1)
+		if cv := 1 - 2*below; cv >= 0.9 {
+			k, cov = j+1, cv
+		} else {
+			break
+		}
+	}
+	return s[k-1], s[n-k], cov, true
 }
 
 type summary struct {
@@ -321,7 +349,11 @@ func renderPairs(b *strings.Builder, results []result, workload string) {
 			ratios = append(ratios, r)
 			parts = append(parts, fmt.Sprintf("%.2f", r))
 		}
-		lines = append(lines, fmt.Sprintf("%s: %s (median %.2f)", p.name, strings.Join(parts, ", "), median(ratios)))
+		line := fmt.Sprintf("%s: %s (median %.2f", p.name, strings.Join(parts, ", "), median(ratios))
+		if lo, hi, cov, ok := medianInterval(ratios); ok {
+			line += fmt.Sprintf("; %.2f–%.2f holds the median with %.0f%% confidence", lo, hi, 100*math.Floor(100*cov)/100)
+		}
+		lines = append(lines, line+")")
 	}
 	if len(lines) > 0 {
 		fmt.Fprintf(b, "\nPer repetition (each pair run side by side): %s.\n", strings.Join(lines, "; "))

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/pprof/profile"
 
 	"github.com/bindgate/bindgate/internal/testenv"
@@ -300,6 +301,16 @@ func TestRenderPairs(t *testing.T) {
 			},
 			want: "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 1.50, 0.50, 1.00 (median 1.00); gated bindgate × ungate+kube-scheduler: 0.90 (median 0.90).\n",
 		},
+		"five pairs: an interval for the median": {
+			results: []result{
+				res(BindgateSchedulerName, 1, 90, ""), res(KubeScheduler, 1, 100, ""),
+				res(BindgateSchedulerName, 2, 110, ""), res(KubeScheduler, 2, 100, ""),
+				res(BindgateSchedulerName, 3, 95, ""), res(KubeScheduler, 3, 100, ""),
+				res(BindgateSchedulerName, 4, 80, ""), res(KubeScheduler, 4, 100, ""),
+				res(BindgateSchedulerName, 5, 100, ""), res(KubeScheduler, 5, 100, ""),
+			},
+			want: "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 0.90, 1.10, 0.95, 0.80, 1.00 (median 0.95; 0.80–1.10 holds the median with 93% confidence).\n",
+		},
 		"a failed run leaves its pair out": {
 			results: []result{
 				res(Bindgate, 1, 90, ""), res(UngateKubeScheduler, 1, 100, ""),
@@ -338,6 +349,42 @@ func TestPlotRef(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := plotRef(tc.out, tc.plot); got != tc.want {
 				t.Errorf("plotRef(%q, %q) = %q, want %q", tc.out, tc.plot, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMedianInterval: the order statistics that hold the median with at
+// least 90% confidence, and the coverage they have.
+func TestMedianInterval(t *testing.T) {
+	seq := func(n int) []float64 { // n, n-1, ..., 1: unsorted on purpose
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(n - i)
+		}
+		return xs
+	}
+	type out struct {
+		Lo, Hi, Coverage float64
+		OK               bool
+	}
+	cases := map[string]struct {
+		xs   []float64
+		want out
+	}{
+		"four: too few":               {xs: seq(4)},
+		"five: smallest to largest":   {xs: seq(5), want: out{1, 5, 1 - 2.0/32, true}},
+		"eight: second to seventh":    {xs: seq(8), want: out{2, 7, 1 - 2*9.0/256, true}},
+		"ten: second to ninth":        {xs: seq(10), want: out{2, 9, 1 - 2*11.0/1024, true}},
+		"twelve: third to tenth":      {xs: seq(12), want: out{3, 10, 1 - 2*79.0/4096, true}},
+		"ties keep their order value": {xs: []float64{1, 1, 1, 2, 2}, want: out{1, 2, 1 - 2.0/32, true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got out
+			got.Lo, got.Hi, got.Coverage, got.OK = medianInterval(tc.xs)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+				t.Errorf("medianInterval(%v) (-want +got):\n%s", tc.xs, diff)
 			}
 		})
 	}
