@@ -266,12 +266,7 @@ func draObjects(t *testing.T, class string) (slice func(node string, devices ...
 			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 		}
 	}
-	create(&resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
-			CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
-		}}},
-	})
+	create(driverClass(class, driver))
 	slice = func(node string, devices ...string) {
 		t.Helper()
 		createSlice(t, driver, uniq(class+"-slice"), node, node, devices)
@@ -554,6 +549,16 @@ func TestDynamicResourcesRefused(t *testing.T) {
 	}
 }
 
+// driverClass is a DeviceClass named name of every device of driver.
+func driverClass(name, driver string) *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+			CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
+		}}},
+	}
+}
+
 // extendedResourceClass creates a DeviceClass of a driver of its own whose
 // devices back the extended resource it returns (DRAExtendedResource, GA
 // in Kubernetes 1.37), and returns the builder of ResourceSlices of draObjects.
@@ -562,15 +567,8 @@ func extendedResourceClass(t *testing.T, class string) (resourceName corev1.Reso
 	ctx := context.Background()
 	driver := class + ".bindgate.test"
 	resourceName = corev1.ResourceName("bindgate.test/" + class)
-	dc := &resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec: resourcev1.DeviceClassSpec{
-			Selectors: []resourcev1.DeviceSelector{{
-				CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", driver)},
-			}},
-			ExtendedResourceName: new(string(resourceName)),
-		},
-	}
+	dc := driverClass(class, driver)
+	dc.Spec.ExtendedResourceName = new(string(resourceName))
 	if err := env.Client.Create(ctx, dc); err != nil {
 		t.Fatal(err)
 	}
