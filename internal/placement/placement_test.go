@@ -33,6 +33,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
@@ -602,5 +603,29 @@ func TestUnsupportedDRAExtendedResource(t *testing.T) {
 	claims.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "c"}}
 	if _, st := u.PreFilter(context.Background(), schedframework.NewCycleState(), claims, nil); st.Code() != fwk.UnschedulableAndUnresolvable || st.Message() != ErrReasonDRA {
 		t.Errorf("PreFilter with resourceClaims = %v", st)
+	}
+}
+
+// TestParallelism: the frameworks run their plugins over the nodes with
+// the parallelism asked for, kube-scheduler's default when none is.
+func TestParallelism(t *testing.T) {
+	for name, tc := range map[string]struct{ set, want int }{
+		"unset: kube-scheduler's 16": {set: 0, want: parallelize.DefaultParallelism},
+		"set":                        {set: 3, want: 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cs := fake.NewClientset()
+			p, err := New(ctx, Options{Cache: cache.New(ctx, nil), Client: cs, Informers: informers.NewSharedInformerFactory(cs, 0), Parallelism: tc.set})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for strategy, fw := range p.frameworks {
+				if got, want := fw.Parallelizer(), fwk.Parallelizer(parallelize.NewParallelizer(tc.want)); got != want {
+					t.Errorf("%s framework's parallelizer %+v, want %+v", strategy, got, want)
+				}
+			}
+		})
 	}
 }

@@ -287,29 +287,29 @@ func TestRenderPairs(t *testing.T) {
 	res := func(c string, rep int, pps float64, err string) result {
 		return result{Contender: c, Workload: "w", Rep: rep, PodsPerSec: pps, Err: err}
 	}
+	// sideBySide is one pair per value of pps, repetitions 1, 2, …: the
+	// contender at that rate, its baseline at base.
+	sideBySide := func(contender, baseline string, base float64, pps ...float64) []result {
+		var out []result
+		for i, v := range pps {
+			out = append(out, res(contender, i+1, v, ""), res(baseline, i+1, base, ""))
+		}
+		return out
+	}
 	cases := map[string]struct {
 		results []result
 		want    string
 	}{
 		"both pairs": {
-			results: []result{
-				res(BindgateSchedulerName, 1, 300, ""), res(KubeScheduler, 1, 200, ""),
-				res(BindgateSchedulerName, 2, 100, ""), res(KubeScheduler, 2, 200, ""),
-				res(BindgateSchedulerName, 3, 200, ""), res(KubeScheduler, 3, 200, ""),
+			results: append(sideBySide(BindgateSchedulerName, KubeScheduler, 200, 300, 100, 200),
 				res(Bindgate, 1, 90, ""), res(UngateKubeScheduler, 1, 100, ""),
-				{Contender: Bindgate, Workload: "other", Rep: 1, PodsPerSec: 1},
-			},
+				result{Contender: Bindgate, Workload: "other", Rep: 1, PodsPerSec: 1},
+			),
 			want: "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 1.50, 0.50, 1.00 (median 1.00); gated bindgate × ungate+kube-scheduler: 0.90 (median 0.90).\n",
 		},
 		"five pairs: an interval for the median": {
-			results: []result{
-				res(BindgateSchedulerName, 1, 90, ""), res(KubeScheduler, 1, 100, ""),
-				res(BindgateSchedulerName, 2, 110, ""), res(KubeScheduler, 2, 100, ""),
-				res(BindgateSchedulerName, 3, 95, ""), res(KubeScheduler, 3, 100, ""),
-				res(BindgateSchedulerName, 4, 80, ""), res(KubeScheduler, 4, 100, ""),
-				res(BindgateSchedulerName, 5, 100, ""), res(KubeScheduler, 5, 100, ""),
-			},
-			want: "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 0.90, 1.10, 0.95, 0.80, 1.00 (median 0.95; 0.80–1.10 holds the median with 93% confidence).\n",
+			results: sideBySide(BindgateSchedulerName, KubeScheduler, 100, 90, 110, 95, 80, 100),
+			want:    "\nPer repetition (each pair run side by side): schedulerName bindgate × kube-scheduler: 0.90, 1.10, 0.95, 0.80, 1.00 (median 0.95; 0.80–1.10 holds the median with 93% confidence).\n",
 		},
 		"a failed run leaves its pair out": {
 			results: []result{
