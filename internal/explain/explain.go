@@ -26,7 +26,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -263,6 +265,18 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 	if res != nil && res.Policy == pol.Name {
 		node = s.nodes[res.Node]
 	}
+	// The operator tells a gang's members why they wait only once the
+	// gang has waited a second; before that (or after a restart) the
+	// gang is counted here, as the operator's gang step counts it.
+	if node == nil {
+		if spec, ok := s.gangOf(ctx, pol, pod); ok {
+			if _, reported := pending[spec.Condition]; !reported {
+				if msg := s.gangWait(pod, spec); msg != "" {
+					pending[spec.Condition] = msg
+				}
+			}
+		}
+	}
 	var out []ConditionVerdict
 	// A member of an upstream PodGroup is in its gang whatever the
 	// policy's conditions; a policy condition of the same name reports it
@@ -285,7 +299,7 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 			// A gang's members are reserved together: a member waits for
 			// its gang without a reservation of its own.
 			v.Verdict, v.Message = VerdictWaiting, msg
-			if cond.Reason == bindgatev1alpha1.ReasonRejected {
+			if cond != nil && cond.Reason == bindgatev1alpha1.ReasonRejected {
 				v.Verdict = VerdictRejected
 			}
 		case node == nil:
@@ -318,6 +332,61 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 		out = append(out, v)
 	}
 	return out
+}
+
+// gangOf returns the pod's gang as the operator's gang step finds it: its
+// upstream PodGroup's when it names one with a gang policy (one not
+// created yet is a gang of its own, which waits for it), else its
+// policy's gang condition and group label.
+func (s *state) gangOf(ctx context.Context, pol *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (gang.Spec, bool) {
+	name := gang.PodGroupName(pod)
+	if name == "" {
+		return gang.Of(pol, pod)
+	}
+	spec := gang.Spec{Condition: gang.PodGroupCondition, Group: name, PodGroup: true}
+	if pc, ok := gang.Of(pol, pod); ok {
+		spec.Condition = pc.Condition
+	}
+	pg := &schedulingv1beta1.PodGroup{}
+	switch err := s.opts.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); {
+	case apierrors.IsNotFound(err):
+		return spec, true // MinMember 0: gangWait names the missing PodGroup
+	case meta.IsNoMatchError(err):
+		return gang.Of(pol, pod) // PodGroups not served: the operator ignores the name
+	case err != nil || pg.Spec.SchedulingPolicy.Gang == nil:
+		return gang.Spec{}, false
+	}
+	spec.MinMember = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
+	return spec, true
+}
+
+// gangWait counts the gang spec of pod as the operator's gang step counts
+// it — members bound or holding a reservation are placed; members bindgate
+// places under the pod's policy label wait with it — and returns the wait
+// the operator reports on its members, or "" when the gang has its
+// minimum (it is placed together in the operator's next cycle).
+func (s *state) gangWait(pod *corev1.Pod, spec gang.Spec) string {
+	if spec.PodGroup && spec.MinMember == 0 {
+		return fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group)
+	}
+	n := 0
+	for _, m := range s.pods {
+		if m.Namespace != pod.Namespace || m.DeletionTimestamp != nil {
+			continue
+		}
+		if spec.PodGroup && gang.PodGroupName(m) != spec.Group || !spec.PodGroup && m.Labels[bindgatev1alpha1.GroupLabel] != spec.Group {
+			continue
+		}
+		_, reserved := s.recorded[m.UID]
+		if reserved || m.Spec.NodeName != "" || m.UID == pod.UID ||
+			bind.Ours(m) && m.Labels[bindgatev1alpha1.PolicyLabel] == pod.Labels[bindgatev1alpha1.PolicyLabel] {
+			n++
+		}
+	}
+	if n >= spec.MinMember {
+		return ""
+	}
+	return fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, n, spec.MinMember)
 }
 
 // hasCondition says whether the policy has a permit condition named name.
