@@ -84,6 +84,70 @@ func (cp *controlPlane) cpu(ctx context.Context, apiMetrics []byte, contender st
 	return withOther(s)
 }
 
+// etcdWork names etcd's counters of the work the API server gives it:
+// proposals committed (writes through raft), WAL fsyncs and backend
+// commits (how many proposals share one: fewer per pod when writes arrive
+// together), key-value operations, and the bytes of its clients' requests
+// and responses (watch events included).
+var etcdWork = []struct{ key, metric string }{
+	{"proposals", "etcd_server_proposals_committed_total"},
+	{"WAL fsyncs", "etcd_disk_wal_fsync_duration_seconds_count"},
+	{"backend commits", "etcd_disk_backend_commit_duration_seconds_count"},
+	{"puts", "etcd_mvcc_put_total"},
+	{"ranges", "etcd_mvcc_range_total"},
+	{"txns", "etcd_mvcc_txn_total"},
+	{"KiB received", "etcd_network_client_grpc_received_bytes_total"},
+	{"KiB sent", "etcd_network_client_grpc_sent_bytes_total"},
+}
+
+// etcdWork reads etcd's etcdWork counters (byte counts in KiB); nil when
+// its metrics cannot be read.
+func (cp *controlPlane) etcdWork(ctx context.Context) map[string]float64 {
+	u := cp.env.ControlPlane.Etcd.URL
+	if u == nil {
+		return nil
+	}
+	raw, err := testenv.Get(ctx, u.String()+"/metrics")
+	if err != nil {
+		return nil
+	}
+	return sumCounters(raw)
+}
+
+// sumCounters adds up each etcdWork metric over its label sets.
+func sumCounters(raw []byte) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, w := range etcdWork {
+			rest, ok := strings.CutPrefix(line, w.metric)
+			if !ok || rest == "" || rest[0] != ' ' && rest[0] != '{' {
+				continue
+			}
+			fields := strings.Fields(rest)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				continue
+			}
+			if strings.HasPrefix(w.key, "KiB") {
+				v /= 1024
+			}
+			out[w.key] += v
+		}
+	}
+	return out
+}
+
+// perPodCounts divides the growth of each counter by pods.
+func perPodCounts(before, after map[string]float64, pods int) map[string]float64 {
+	out := map[string]float64{}
+	for k, a := range after {
+		if b, ok := before[k]; ok && pods > 0 {
+			out[k] = (a - b) / float64(pods)
+		}
+	}
+	return out
+}
+
 // perPod turns two snapshots into CPU milliseconds per bound pod.
 func perPod(before, after cpuSnapshot, pods int) map[string]float64 {
 	out := map[string]float64{}

@@ -97,6 +97,9 @@ type result struct {
 	// from etcd per bound pod: a write whose watch-cache copy of the pod
 	// was stale is retried after one.
 	EtcdPodReadsPerPod float64
+	// EtcdPerPod is etcd's own count of the work it did, per bound pod
+	// (etcdWork), from before the contender started to the last bind.
+	EtcdPerPod map[string]float64
 	// WriteLatency is the API server's mean time per write, by resource/verb.
 	WriteLatency map[string]float64
 	P50, P99     time.Duration
@@ -209,6 +212,7 @@ func main() {
 				fmt.Printf("   CPU ms per bound pod: %s\n", formatMap(r.CPU, "%.2f"))
 				fmt.Printf("   CPU ms per bound pod, first bind to last: %s\n", formatMap(r.WindowCPU, "%.2f"))
 				fmt.Printf("   etcd reads of a pod per bound pod: %.3f\n", r.EtcdPodReadsPerPod)
+				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
 				if len(r.APIServerByKind) > 0 {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
 				}
@@ -542,6 +546,7 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 	before := writeCounts(apiBefore)
 	cpuBefore := cp.cpu(ctx, apiBefore, contender, 0)
 	cpuBefore[contender] = 0
+	etcdBefore := cp.etcdWork(ctx)
 
 	var proc *exec.Cmd
 	var lifted atomic.Int64
@@ -687,6 +692,7 @@ leaderElection:
 	}
 	after := writeCounts(apiAfter)
 	res.EtcdPodReadsPerPod = (etcdPodReads(apiAfter) - etcdPodReads(apiBefore)) / float64(want)
+	res.EtcdPerPod = perPodCounts(etcdBefore, cp.etcdWork(ctx), want)
 	cpuAfter := cp.cpu(ctx, apiAfter, contender, pid)
 	res.CPU = perPod(cpuBefore, cpuAfter, want)
 	fb := <-atFirstBind

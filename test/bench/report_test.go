@@ -389,3 +389,39 @@ func TestMedianInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestEtcdWork: etcd's counters are summed over their label sets, byte
+// counts turned into KiB, and metrics that only share a prefix ignored;
+// their growth is divided by the pods bound.
+func TestEtcdWork(t *testing.T) {
+	cases := map[string]struct {
+		raw  string
+		want map[string]float64
+	}{
+		"unlabelled, labelled and histogram counts": {
+			raw: `# HELP etcd_server_proposals_committed_total The total number of consensus proposals committed.
+etcd_server_proposals_committed_total 120
+etcd_disk_wal_fsync_duration_seconds_bucket{le="0.001"} 30
+etcd_disk_wal_fsync_duration_seconds_count 40
+etcd_disk_wal_fsync_duration_seconds_sum 0.5
+etcd_mvcc_put_total 7
+etcd_network_client_grpc_received_bytes_total{type="unary"} 1024
+etcd_network_client_grpc_received_bytes_total{type="stream"} 2048
+etcd_server_proposals_committed_total_other 99
+`,
+			want: map[string]float64{"proposals": 120, "WAL fsyncs": 40, "puts": 7, "KiB received": 3},
+		},
+		"nothing known": {raw: "go_goroutines 12\n", want: map[string]float64{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, sumCounters([]byte(tc.raw))); diff != "" {
+				t.Errorf("sumCounters (-want +got):\n%s", diff)
+			}
+		})
+	}
+	got := perPodCounts(map[string]float64{"proposals": 100, "puts": 5}, map[string]float64{"proposals": 300, "puts": 5, "txns": 9}, 100)
+	if diff := cmp.Diff(map[string]float64{"proposals": 2, "puts": 0}, got); diff != "" {
+		t.Errorf("perPodCounts (-want +got):\n%s", diff)
+	}
+}
