@@ -26,7 +26,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -269,9 +268,9 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 	// gang has waited a second; before that (or after a restart) the
 	// gang is counted here, as the operator's gang step counts it.
 	if node == nil {
-		if spec, ok := s.gangOf(ctx, pol, pod); ok {
+		if spec, ok, err := s.gangOf(ctx, pol, pod); ok {
 			if _, reported := pending[spec.Condition]; !reported {
-				if msg := s.gangWait(pod, spec); msg != "" {
+				if msg := s.gangWait(pod, spec, err); msg != "" {
 					pending[spec.Condition] = msg
 				}
 			}
@@ -334,59 +333,43 @@ func (s *state) permitVerdicts(ctx context.Context, pod *corev1.Pod, pol *bindga
 	return out
 }
 
-// gangOf returns the pod's gang as the operator's gang step finds it: its
-// upstream PodGroup's when it names one with a gang policy (one not
-// created yet is a gang of its own, which waits for it), else its
-// policy's gang condition and group label.
-func (s *state) gangOf(ctx context.Context, pol *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (gang.Spec, bool) {
-	name := gang.PodGroupName(pod)
-	if name == "" {
-		return gang.Of(pol, pod)
-	}
-	spec := gang.Spec{Condition: gang.PodGroupCondition, Group: name, PodGroup: true}
-	if pc, ok := gang.Of(pol, pod); ok {
-		spec.Condition = pc.Condition
-	}
-	pg := &schedulingv1beta1.PodGroup{}
-	switch err := s.opts.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); {
-	case apierrors.IsNotFound(err):
-		return spec, true // MinMember 0: gangWait names the missing PodGroup
+// gangOf returns the pod's gang as the operator's gang step finds it
+// (gang.Lookup); err is gang.ErrPodGroupMissing for a PodGroup not created
+// yet. Without PodGroups served, the operator ignores the name.
+func (s *state) gangOf(ctx context.Context, pol *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (gang.Spec, bool, error) {
+	spec, ok, err := gang.Lookup(ctx, s.opts.Client, pol, pod, true)
+	switch {
 	case meta.IsNoMatchError(err):
-		return gang.Of(pol, pod) // PodGroups not served: the operator ignores the name
-	case err != nil || pg.Spec.SchedulingPolicy.Gang == nil:
-		return gang.Spec{}, false
+		return gang.Lookup(ctx, s.opts.Client, pol, pod, false)
+	case err != nil && !errors.Is(err, gang.ErrPodGroupMissing):
+		return gang.Spec{}, false, err
 	}
-	spec.MinMember = int(pg.Spec.SchedulingPolicy.Gang.MinCount)
-	return spec, true
+	return spec, ok, err
 }
 
-// gangWait counts the gang spec of pod as the operator's gang step counts
-// it — members bound or holding a reservation are placed; members bindgate
-// places under the pod's policy label wait with it — and returns the wait
-// the operator reports on its members, or "" when the gang has its
-// minimum (it is placed together in the operator's next cycle).
-func (s *state) gangWait(pod *corev1.Pod, spec gang.Spec) string {
-	if spec.PodGroup && spec.MinMember == 0 {
-		return fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group)
+// gangWait counts the gang spec of pod as the operator's gang step does
+// (gang.Role) and returns the wait the operator reports on its members,
+// or "" when the gang has its minimum (it is placed together in the
+// operator's next cycle).
+func (s *state) gangWait(pod *corev1.Pod, spec gang.Spec, err error) string {
+	if err != nil {
+		return gang.WaitMessage(spec, 0, err)
 	}
 	n := 0
 	for _, m := range s.pods {
-		if m.Namespace != pod.Namespace || m.DeletionTimestamp != nil {
-			continue
-		}
-		if spec.PodGroup && gang.PodGroupName(m) != spec.Group || !spec.PodGroup && m.Labels[bindgatev1alpha1.GroupLabel] != spec.Group {
+		if m.Namespace != pod.Namespace || spec.PodGroup && gang.PodGroupName(m) != spec.Group ||
+			!spec.PodGroup && m.Labels[bindgatev1alpha1.GroupLabel] != spec.Group {
 			continue
 		}
 		_, reserved := s.recorded[m.UID]
-		if reserved || m.Spec.NodeName != "" || m.UID == pod.UID ||
-			bind.Ours(m) && m.Labels[bindgatev1alpha1.PolicyLabel] == pod.Labels[bindgatev1alpha1.PolicyLabel] {
+		if placed, waiting := gang.Role(pod, m, reserved); placed || waiting {
 			n++
 		}
 	}
 	if n >= spec.MinMember {
 		return ""
 	}
-	return fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, n, spec.MinMember)
+	return gang.WaitMessage(spec, n, nil)
 }
 
 // hasCondition says whether the policy has a permit condition named name.

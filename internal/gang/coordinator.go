@@ -151,19 +151,30 @@ func (c *Coordinator) lock(k string) *sync.Mutex {
 	return &c.mu[h.Sum32()%uint32(len(c.mu))]
 }
 
-// spec returns the pod's gang: its upstream PodGroup's when it names one
-// with a gang scheduling policy (a PodGroup not created yet is an error:
-// the pod waits for it), else its policy's gang condition and group label.
+// spec returns the pod's gang (Lookup, with the PodGroups the API server
+// serves).
 func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) (Spec, bool, error) {
-	name := c.podGroupName(pod)
+	return Lookup(ctx, c.Client, policy, pod, c.PodGroups)
+}
+
+// Lookup returns the pod's gang: its upstream PodGroup's when it names one
+// with a gang scheduling policy and podGroups (the API server serves
+// PodGroups) is set, else its policy's gang condition and group label. A
+// PodGroup not created yet is ErrPodGroupMissing, with the Spec naming it:
+// the pod waits for it (WaitMessage says so).
+func Lookup(ctx context.Context, r client.Reader, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, podGroups bool) (Spec, bool, error) {
+	name := ""
+	if podGroups {
+		name = PodGroupName(pod)
+	}
 	if name == "" {
 		s, ok := Of(policy, pod)
 		return s, ok, nil
 	}
 	pg := &schedulingv1beta1.PodGroup{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pg); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Spec{Condition: PodGroupCondition, Group: name, PodGroup: true}, true, errPodGroupMissing
+			return Spec{Condition: PodGroupCondition, Group: name, PodGroup: true}, true, ErrPodGroupMissing
 		}
 		return Spec{}, false, fmt.Errorf("reading PodGroup %s: %w", name, err)
 	}
@@ -184,7 +195,37 @@ func (c *Coordinator) spec(ctx context.Context, policy *bindgatev1alpha1.Binding
 	return s, true, nil
 }
 
-var errPodGroupMissing = errors.New("PodGroup not found")
+// Role says how the gang step counts m, a pod of pod's gang: placed when
+// it is bound or holds a reservation (held); waiting with pod when it is
+// pod or bindgate places it under pod's policy label (gated,
+// schedulerName: bindgate, or ungated by bindgate and not bound yet: a
+// member whose bind failed after its gate was lifted, without which the
+// members that failed together waited for each other forever); neither
+// when it is being deleted or placed by someone else.
+func Role(pod, m *corev1.Pod, held bool) (placed, waiting bool) {
+	switch {
+	case m.DeletionTimestamp != nil:
+		return false, false
+	case held || m.Spec.NodeName != "":
+		return true, false
+	case m.UID == pod.UID:
+		return false, true
+	}
+	return false, bind.Ours(m) && m.Labels[bindgatev1alpha1.PolicyLabel] == pod.Labels[bindgatev1alpha1.PolicyLabel]
+}
+
+// WaitMessage is the wait of a gang with members of its spec.MinMember
+// (placed or waiting) and none reserved, as its members are told it; a
+// missing PodGroup (err ErrPodGroupMissing) is named instead.
+func WaitMessage(spec Spec, members int, err error) string {
+	if errors.Is(err, ErrPodGroupMissing) {
+		return fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group)
+	}
+	return fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, members, spec.MinMember)
+}
+
+// ErrPodGroupMissing: the pod names a PodGroup that does not exist (yet).
+var ErrPodGroupMissing = errors.New("PodGroup not found")
 
 // members lists the pods of the gang. With client.UnsafeDisableDeepCopy
 // in more, they are the cache's own objects: only to be read.
@@ -214,8 +255,8 @@ func (c *Coordinator) members(ctx context.Context, ns string, spec Spec, more ..
 // one scheduling cycle: all of them get a reservation or none does.
 func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) *framework.Status {
 	spec, ok, err := c.spec(ctx, policy, pod)
-	if errors.Is(err, errPodGroupMissing) {
-		return c.wait(ctx, spec, pod, nil, fmt.Sprintf("gang %s: PodGroup %s not found", spec.Group, spec.Group))
+	if errors.Is(err, ErrPodGroupMissing) {
+		return c.wait(ctx, spec, pod, nil, WaitMessage(spec, 0, err))
 	}
 	if err != nil {
 		return framework.AsStatus(err)
@@ -241,31 +282,22 @@ func (c *Coordinator) Reserve(ctx context.Context, policy *bindgatev1alpha1.Bind
 	c.Handle.Lock()
 	for i := range items {
 		m := &items[i]
-		if m.DeletionTimestamp != nil {
-			continue
-		}
 		// A member bound a moment ago (its reservation released, the
 		// informer not showing the bind yet) is placed too.
-		if _, _, held := c.Handle.Reserved(m.UID); held || m.Spec.NodeName != "" || c.Handle.RecentlyBound(m.UID) {
+		_, _, held := c.Handle.Reserved(m.UID)
+		switch isPlaced, waiting := Role(pod, m, held || c.Handle.RecentlyBound(m.UID)); {
+		case isPlaced:
 			placed = append(placed, m)
-			continue
+		case waiting:
+			pending = append(pending, m)
 		}
-		// Only pods bindgate places under the same policy label are placed
-		// with the pod: gated, schedulerName: bindgate, or ungated by
-		// bindgate and not bound yet (a member whose bind failed after its
-		// gate was lifted: without it, the members that failed together
-		// waited for each other forever).
-		if m.UID != pod.UID && (!bind.Ours(m) || m.Labels[bindgatev1alpha1.PolicyLabel] != pod.Labels[bindgatev1alpha1.PolicyLabel]) {
-			continue
-		}
-		pending = append(pending, m)
 	}
 	c.Handle.Unlock()
 	if len(placed) >= spec.MinMember {
 		return c.join(ctx, policy, spec, pod, placed)
 	}
 	if len(placed)+len(pending) < spec.MinMember {
-		return c.wait(ctx, spec, pod, pending, fmt.Sprintf("gang %s: %d/%d members exist, none reserved", spec.Group, len(placed)+len(pending), spec.MinMember))
+		return c.wait(ctx, spec, pod, pending, WaitMessage(spec, len(placed)+len(pending), nil))
 	}
 	for i, m := range pending {
 		pending[i] = m.DeepCopy()
