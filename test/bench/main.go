@@ -119,6 +119,47 @@ type result struct {
 	// pod by request kind, in the shares a 5 s CPU profile of it found
 	// (first repetition only).
 	APIServerByKind map[string]float64
+	// Timeline is kube-apiserver's count of completed bindings beside the
+	// watch's count of bound pods, over time (-timeline).
+	Timeline []timelineSample
+}
+
+// timelineSample is one reading of -timeline.
+type timelineSample struct {
+	T      time.Duration // since the contender started
+	Server int           // pods/binding requests kube-apiserver completed
+	Seen   int           // pods the bench's watch has seen bound
+}
+
+// formatTimeline writes samples as "seconds:server/seen".
+func formatTimeline(samples []timelineSample) string {
+	out := make([]string, len(samples))
+	for i, s := range samples {
+		out[i] = fmt.Sprintf("%.1fs:%d/%d", s.T.Seconds(), s.Server, s.Seen)
+	}
+	return strings.Join(out, " ")
+}
+
+// recordTimeline reads kube-apiserver's count of completed bindings (less
+// base, the count before the contender started) every interval until want
+// pods are seen bound or ctx ends; the samples are sent on done.
+func recordTimeline(ctx context.Context, cp *controlPlane, tr *tracker, start time.Time, base float64, want int, interval time.Duration, done chan<- []timelineSample) {
+	var samples []timelineSample
+	defer func() { done <- samples }()
+	for ctx.Err() == nil {
+		seen := int(tr.count.Load())
+		raw, err := cp.apiMetrics(ctx)
+		if err == nil {
+			samples = append(samples, timelineSample{T: time.Since(start), Server: int(writeCounts(raw)["POST pods/binding"] - base), Seen: seen})
+		}
+		if seen >= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(interval):
+		}
+	}
 }
 
 type point struct {
@@ -140,6 +181,7 @@ func main() {
 		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run, from just after its first bind, to this file.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
+		timeline  = flag.Duration("timeline", 0, "Every this often (e.g. 250ms), read kube-apiserver's count of completed pods/binding requests and log it beside the pods the bench's watch has seen bound: the API server's own timeline of the binds, to tell a lagging watch from a slow contender. Off by default: each read of /metrics costs the API server CPU.")
 		running   = flag.Bool("allow-running", false, "Run even when a kube-apiserver, etcd, kube-scheduler or bindgate process is already running on this machine (by default the bench refuses: it would share the CPU with every contender).")
 	)
 	flag.Parse()
@@ -196,7 +238,7 @@ func main() {
 			for _, c := range cs {
 				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
 				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof, heap: *heap,
-					apiProfile: *apiProf && rep == 1 && w.Rate == 0, profileDir: *profDir})
+					apiProfile: *apiProf && rep == 1 && w.Rate == 0, profileDir: *profDir, timeline: *timeline})
 				*pprof, *heap = "", ""
 				if r.Phases != "" {
 					fmt.Printf("   phases: %s\n", r.Phases)
@@ -213,6 +255,9 @@ func main() {
 				fmt.Printf("   CPU ms per bound pod, first bind to last: %s\n", formatMap(r.WindowCPU, "%.2f"))
 				fmt.Printf("   etcd reads of a pod per bound pod: %.3f\n", r.EtcdPodReadsPerPod)
 				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
+				if len(r.Timeline) > 0 {
+					fmt.Printf("   bindings completed by kube-apiserver / seen bound by the bench's watch: %s\n", formatTimeline(r.Timeline))
+				}
 				if len(r.APIServerByKind) > 0 {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))
 				}
@@ -262,6 +307,7 @@ type runConfig struct {
 	heap                string
 	apiProfile          bool
 	profileDir          string
+	timeline            time.Duration
 }
 
 type controlPlane struct {
@@ -666,6 +712,11 @@ leaderElection:
 		want = w.Rate * int(w.Duration/time.Second)
 		go stream(ctx, cp.fast, tr, w, contender)
 	}
+	var timeline chan []timelineSample
+	if rc.timeline > 0 {
+		timeline = make(chan []timelineSample, 1)
+		go recordTimeline(ctx, cp, tr, start, before["POST pods/binding"], want, rc.timeline, timeline)
+	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for tr.count.Load() < int64(want) {
 		if time.Now().After(deadline) {
@@ -676,6 +727,9 @@ leaderElection:
 	}
 	res.Total = time.Since(start)
 	res.Curve = append(res.Curve, point{T: res.Total.Seconds(), Bound: int(tr.count.Load())})
+	if timeline != nil {
+		res.Timeline = <-timeline
+	}
 	res.Gangs = isGang(w.Kind)
 	if res.Check, res.GangsOneRack = checkPlacementGangs(ctx, cp.cs, w.Kind); res.Check != "" {
 		res.Err = "placement check: " + res.Check

@@ -186,6 +186,28 @@ apiserver_request_duration_seconds_count{resource="events",subresource="",verb="
 	}
 }
 
+// TestFormatTimeline: each -timeline sample reads seconds since the
+// contender started, then the API server's completed bindings over the pods
+// the watch has seen bound.
+func TestFormatTimeline(t *testing.T) {
+	for name, tc := range map[string]struct {
+		samples []timelineSample
+		want    string
+	}{
+		"none": {nil, ""},
+		"watch behind the API server": {
+			[]timelineSample{{T: 300 * time.Millisecond}, {T: 3600 * time.Millisecond, Server: 1640, Seen: 827}},
+			"0.3s:0/0 3.6s:1640/827",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, formatTimeline(tc.samples)); diff != "" {
+				t.Errorf("formatTimeline (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestRenderCPU: the table shows the CPU over the first-bind..last-bind
 // window where a run measured it, the whole run's otherwise, as medians.
 func TestRenderCPU(t *testing.T) {
