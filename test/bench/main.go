@@ -140,6 +140,30 @@ func formatTimeline(samples []timelineSample) string {
 	return strings.Join(out, " ")
 }
 
+// steadyRate is the binding rate on the API server's count between the
+// samples' 10% and 90% of want (each moment interpolated between the
+// samples around it): the rate in the middle of a run, without the
+// contender's first and last moments. Zero when the samples do not span it.
+func steadyRate(samples []timelineSample, want int) float64 {
+	at := func(n float64) (time.Duration, bool) {
+		for i := 1; i < len(samples); i++ {
+			a, b := samples[i-1], samples[i]
+			if float64(a.Server) < n && n <= float64(b.Server) {
+				f := (n - float64(a.Server)) / float64(b.Server-a.Server)
+				return a.T + time.Duration(f*float64(b.T-a.T)), true
+			}
+		}
+		return 0, false
+	}
+	lo, hi := 0.1*float64(want), 0.9*float64(want)
+	t0, ok0 := at(lo)
+	t1, ok1 := at(hi)
+	if !ok0 || !ok1 || t1 <= t0 {
+		return 0
+	}
+	return (hi - lo) / (t1 - t0).Seconds()
+}
+
 // recordTimeline reads kube-apiserver's count of completed bindings (less
 // base, the count before the contender started) every interval until want
 // pods are seen bound or ctx ends; the samples are sent on done.
@@ -257,6 +281,9 @@ func main() {
 				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
 				if len(r.Timeline) > 0 {
 					fmt.Printf("   bindings completed by kube-apiserver / seen bound by the bench's watch: %s\n", formatTimeline(r.Timeline))
+					if rate := steadyRate(r.Timeline, w.Pods); rate > 0 && w.Rate == 0 {
+						fmt.Printf("   steady rate on kube-apiserver's count, 10%% to 90%% of the bindings: %.0f pods/s\n", rate)
+					}
 				}
 				if len(r.APIServerByKind) > 0 {
 					fmt.Printf("   kube-apiserver CPU ms per bound pod by request: %s\n", formatMap(r.APIServerByKind, "%.2f"))

@@ -208,6 +208,31 @@ func TestFormatTimeline(t *testing.T) {
 	}
 }
 
+// TestSteadyRate: the rate between 10% and 90% of the bindings, each
+// moment interpolated between the samples around it; zero when the samples
+// do not reach both.
+func TestSteadyRate(t *testing.T) {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	for name, tc := range map[string]struct {
+		samples []timelineSample
+		want    float64
+	}{
+		"none": {nil, 0},
+		// 100 at 1s, 900 at 3s: 800 bindings in 2s.
+		"on samples": {[]timelineSample{{T: 0}, {T: sec(1), Server: 100}, {T: sec(3), Server: 900}, {T: sec(4), Server: 1000}}, 400},
+		// 100 halfway from 0s to 2s (1s), 900 a third of the way from 3s to 7s
+		// (4s 1/3): 800 bindings in 3s 1/3.
+		"interpolated": {[]timelineSample{{T: 0}, {T: sec(2), Server: 200}, {T: sec(3), Server: 500}, {T: sec(7), Server: 1700}}, 240},
+		"never at 90%": {[]timelineSample{{T: 0}, {T: sec(2), Server: 500}}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, steadyRate(tc.samples, 1000), cmpopts.EquateApprox(1e-6, 0)); diff != "" {
+				t.Errorf("steadyRate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestRenderCPU: the table shows the CPU over the first-bind..last-bind
 // window where a run measured it, the whole run's otherwise, as medians.
 func TestRenderCPU(t *testing.T) {
