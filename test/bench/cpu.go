@@ -116,24 +116,19 @@ func (cp *controlPlane) etcdWork(ctx context.Context) map[string]float64 {
 
 // sumCounters adds up each etcdWork metric over its label sets.
 func sumCounters(raw []byte) map[string]float64 {
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		for _, w := range etcdWork {
-			rest, ok := strings.CutPrefix(line, w.metric)
-			if !ok || rest == "" || rest[0] != ' ' && rest[0] != '{' {
-				continue
-			}
-			fields := strings.Fields(rest)
-			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			if err != nil {
-				continue
-			}
-			if strings.HasPrefix(w.key, "KiB") {
-				v /= 1024
-			}
-			out[w.key] += v
-		}
+	key := map[string]string{}
+	names := make([]string, 0, len(etcdWork))
+	for _, w := range etcdWork {
+		key[w.metric] = w.key
+		names = append(names, w.metric)
 	}
+	out := map[string]float64{}
+	eachSample(raw, names, func(name string, _ map[string]string, v float64) {
+		if strings.HasPrefix(key[name], "KiB") {
+			v /= 1024
+		}
+		out[key[name]] += v
+	})
 	return out
 }
 

@@ -281,7 +281,7 @@ func main() {
 				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
 				if len(r.Timeline) > 0 {
 					fmt.Printf("   bindings completed by kube-apiserver / seen bound by the bench's watch: %s\n", formatTimeline(r.Timeline))
-					if rate := steadyRate(r.Timeline, w.Pods); rate > 0 && w.Rate == 0 {
+					if rate := steadyRate(r.Timeline, w.Pods); w.Rate == 0 && rate > 0 {
 						fmt.Printf("   steady rate on kube-apiserver's count, 10%% to 90%% of the bindings: %.0f pods/s\n", rate)
 					}
 				}
@@ -893,16 +893,16 @@ func (cp *controlPlane) apiMetrics(ctx context.Context) ([]byte, error) {
 	return raw, nil
 }
 
-// eachSample calls fn with the metric name, labels and value of every
-// labelled sample on a /metrics page whose metric is one of names.
+// eachSample calls fn with the metric name, labels (none: an empty map)
+// and value of every sample on a /metrics page whose metric is one of names.
 func eachSample(raw []byte, names []string, fn func(name string, labels map[string]string, v float64)) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		for _, name := range names {
-			rest, ok := strings.CutPrefix(line, name+"{")
-			if !ok {
+			rest, ok := strings.CutPrefix(line, name)
+			if !ok || rest == "" || rest[0] != '{' && rest[0] != ' ' {
 				continue
 			}
 			fields := strings.Fields(line)
@@ -910,7 +910,11 @@ func eachSample(raw []byte, names []string, fn func(name string, labels map[stri
 			if err != nil {
 				break
 			}
-			fn(name, parseLabels(rest[:strings.LastIndex(rest, "}")]), v)
+			labels := map[string]string{}
+			if rest[0] == '{' {
+				labels = parseLabels(rest[1:strings.LastIndex(rest, "}")])
+			}
+			fn(name, labels, v)
 			break
 		}
 	}
