@@ -281,8 +281,10 @@ func main() {
 				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
 				if len(r.Timeline) > 0 {
 					fmt.Printf("   bindings completed by kube-apiserver / seen bound by the bench's watch: %s\n", formatTimeline(r.Timeline))
-					if rate := steadyRate(r.Timeline, w.Pods); w.Rate == 0 && rate > 0 {
-						fmt.Printf("   steady rate on kube-apiserver's count, 10%% to 90%% of the bindings: %.0f pods/s\n", rate)
+					if w.Rate == 0 { // a batch workload
+						if rate := steadyRate(r.Timeline, w.Pods); rate > 0 {
+							fmt.Printf("   steady rate on kube-apiserver's count, 10%% to 90%% of the bindings: %.0f pods/s\n", rate)
+						}
 					}
 				}
 				if len(r.APIServerByKind) > 0 {
