@@ -184,6 +184,10 @@ apiserver_request_duration_seconds_count{resource="events",subresource="",verb="
 	if diff := cmp.Diff(want, writeCounts([]byte(page))); diff != "" {
 		t.Errorf("writeCounts (-want +got):\n%s", diff)
 	}
+	if got := completedBindings([]byte(page + `apiserver_request_total{code="409",resource="pods",subresource="binding",verb="POST"} 4
+`)); got != 3004 {
+		t.Errorf("completedBindings = %v, want 3004 (every code counted, as writeCounts does)", got)
+	}
 }
 
 // TestFormatTimeline: each -timeline sample reads seconds since the
