@@ -64,6 +64,8 @@ var ErrNoNodes = errors.New("no nodes available to schedule pods")
 // node. A pod that fits nowhere gets a *FitError. The caller holds Lock.
 // in, when given and not nil, limits the choice to those nodes (a gang's
 // topology domain); the others count as unschedulable for that reason.
+// Every cycle runs in full: kube-scheduler's OpportunisticBatching never
+// hints with the default profile (see TestKubeSchedulerDefaultProfileDoesNotBatch).
 func (p *Placer) SelectNode(ctx context.Context, pod *corev1.Pod, policy *bindgatev1alpha1.BindingPolicy, in ...sets.Set[string]) (*Cycle, error) {
 	if err := p.refresh(ctx); err != nil {
 		return nil, err
