@@ -125,6 +125,14 @@ func Start(opts ...Option) (*Env, error) {
 	return e, nil
 }
 
+// EtcdURL is the etcd's client URL (its /metrics is there too).
+func (e *Env) EtcdURL() string {
+	if u := e.env.ControlPlane.Etcd.URL; u != nil {
+		return u.String()
+	}
+	return ""
+}
+
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	if e.Kubeconfig != "" {
