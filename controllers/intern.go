@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -34,12 +33,12 @@ import (
 // them (informer objects are read-only). The pod is otherwise unchanged. A
 // pinned pod carries a kubernetes.io/hostname nodeSelector and the policy
 // annotations, which made gated bindgate's live heap 6-7 MB larger than with
-// schedulerName pods at 10000 pods. Strings are interned with package
-// unique, which holds its canonical copies weakly: pods interned between two
-// garbage collections share one copy, and a string no handle holds any more
-// may get a new canonical copy after a collection, so a long-lived cache
-// keeps about one copy per collection in which the string first reappeared,
-// not one per pod.
+// schedulerName pods at 10000 pods. Strings are interned in a bounded table
+// that holds its canonical copies strongly (sharedStrings), so pods decoded
+// minutes apart share them too. (Package unique was used first: it holds
+// its copies weakly, and as the pod keeps only the string, not unique's
+// handle, every garbage collection dropped the canonical copies and the
+// next pods got new ones: under load, about one copy per collection.)
 func internPod(pod *corev1.Pod) {
 	m := &pod.ObjectMeta
 	in(&m.Namespace)
@@ -99,8 +98,40 @@ func internPod(pod *corev1.Pod) {
 // in replaces *s by its canonical copy.
 func in[T ~string](s *T) {
 	if *s != "" {
-		*s = T(unique.Make(string(*s)).Value())
+		*s = T(sharedStrings.intern(string(*s)))
 	}
+}
+
+// maxSharedStrings bounds the strings stringTable keeps.
+const maxSharedStrings = 65536
+
+// stringTable hands out one copy of each string pods repeat. Once it holds
+// maxSharedStrings strings it starts afresh, as mapTable does: the copies
+// already handed out stay with their pods, and the table never holds more
+// than that however many distinct strings come and go (names that are
+// unique per pod, such as a pod's own name, are never interned).
+type stringTable struct {
+	mu      sync.Mutex
+	strings map[string]string
+}
+
+var sharedStrings = &stringTable{}
+
+// intern returns the table's copy of s, adding one (a copy of its own, so
+// that the table never keeps a larger decoded buffer alive) when it has
+// none.
+func (t *stringTable) intern(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.strings[s]; ok {
+		return c
+	}
+	if t.strings == nil || len(t.strings) >= maxSharedStrings {
+		t.strings = make(map[string]string, 1024)
+	}
+	c := strings.Clone(s)
+	t.strings[c] = c
+	return c
 }
 
 // internMap interns a map's keys and, when values is set, its values (label

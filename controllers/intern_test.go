@@ -18,7 +18,7 @@ package controllers
 
 import (
 	"reflect"
-	"runtime/debug"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,14 +53,14 @@ func decodedPod(name, seal string) *corev1.Pod {
 // TestInternPodSharesRepeatedStrings: two pods decoded apart share their
 // repeated strings after internPod, and are otherwise unchanged.
 func TestInternPodSharesRepeatedStrings(t *testing.T) {
-	// package unique holds its canonical strings weakly: a collection
-	// between the two internPod calls (it happened under -race in CI) may
-	// drop a's canonical copy and give b a new one. No collection runs
-	// while the two are interned.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	a, b := decodedPod("web-1-a", "seal-a"), decodedPod("web-1-b", "seal-b")
 	wantA, wantB := a.DeepCopy(), b.DeepCopy()
 	internPod(a)
+	// The table holds its copies strongly: a collection between two pods
+	// (decoded minutes apart in a long-lived cache) does not end the
+	// sharing, as it did with package unique's weak copies.
+	runtime.GC()
+	runtime.GC()
 	internPod(b)
 	if diff := cmp.Diff(wantA, a); diff != "" {
 		t.Errorf("internPod changed the pod (-want +got):\n%s", diff)
@@ -148,5 +148,29 @@ func TestMapTableBounded(t *testing.T) {
 	y := tbl.share(map[string]string{"a": "bc"})
 	if mapID(x) == mapID(y) || len(x) != 2 || len(y) != 1 {
 		t.Errorf("different maps shared: %v and %v", x, y)
+	}
+}
+
+// TestStringTableBounded: the string table starts afresh once full; the
+// copies it handed out before stay as they were, and it keeps a copy of its
+// own rather than the caller's string.
+func TestStringTableBounded(t *testing.T) {
+	tbl := &stringTable{}
+	decoded := strings.Clone("team-a/a-longer-decoded-buffer")[:6]
+	first := tbl.intern(decoded)
+	if unsafe.StringData(first) == unsafe.StringData(decoded) {
+		t.Error("the table kept the caller's string (and its buffer) instead of a copy of its own")
+	}
+	if again := tbl.intern(strings.Clone("team-a")); unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Error("the same string interned twice gave two copies")
+	}
+	for i := range maxSharedStrings + 10 {
+		tbl.intern(strconv.Itoa(i))
+	}
+	if n := len(tbl.strings); n > maxSharedStrings {
+		t.Errorf("table holds %d strings, want at most %d", n, maxSharedStrings)
+	}
+	if first != "team-a" {
+		t.Errorf("a string handed out changed: %q", first)
 	}
 }
