@@ -47,6 +47,11 @@ import (
 //   - schedulerName/bindgate and schedulerName/kube-scheduler: the binding
 //     alone, with and without the record.
 //
+// For the gated path, order says when a pod's two writes go: each (its
+// update, then at once its binding, as bindgate's bind goroutines send
+// them) or staged (every pod's update first, then every binding, as the
+// ungating controller runs ahead of kube-scheduler in the full benchmark).
+//
 // inflight is how many writers run at once: 64 is bindgate's default
 // --bind-concurrency, 512 about what kube-scheduler's unbounded binding
 // goroutines reach at 500 nodes. The event every bound pod gets is the same
@@ -57,17 +62,23 @@ func BenchmarkWrites(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
 	UseSealKey([]byte("0123456789abcdef0123456789abcdef"))
 	for _, path := range []string{"gated", "schedulerName"} {
-		for _, sender := range []string{"bindgate", "kube-scheduler"} {
-			for _, inflight := range []int{64, 512} {
-				b.Run(fmt.Sprintf("path=%s/sender=%s/inflight=%d", path, sender, inflight), func(b *testing.B) {
-					benchmarkWrites(b, path == "gated", sender == "bindgate", inflight)
-				})
+		orders := []string{"each"}
+		if path == "gated" {
+			orders = append(orders, "staged")
+		}
+		for _, order := range orders {
+			for _, sender := range []string{"bindgate", "kube-scheduler"} {
+				for _, inflight := range []int{64, 512} {
+					b.Run(fmt.Sprintf("path=%s/order=%s/sender=%s/inflight=%d", path, order, sender, inflight), func(b *testing.B) {
+						benchmarkWrites(b, path == "gated", sender == "bindgate", order == "staged", inflight)
+					})
+				}
 			}
 		}
 	}
 }
 
-func benchmarkWrites(b *testing.B, gated, bindgate bool, inflight int) {
+func benchmarkWrites(b *testing.B, gated, bindgate, staged bool, inflight int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e, err := testenv.Start()
@@ -121,46 +132,60 @@ func benchmarkWrites(b *testing.B, gated, bindgate bool, inflight int) {
 	}
 	apiBefore, etcdBefore := apiServerCPU(b, e), etcdCPU(b, e)
 	b.ResetTimer()
-	work := make(chan *corev1.Pod)
-	var wg sync.WaitGroup
-	for range inflight {
-		wg.Go(func() {
-			for p := range work {
-				ann := map[string]string{}
-				switch {
-				case gated && bindgate:
-					if err := Ungate(ctx, e.Client, p, node, "p1", ByUpdate); err != nil {
-						b.Error(err)
-					}
-				case gated:
-					p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
-						return g.Name == bindgatev1alpha1.SchedulingGate
-					})
-					if _, err := cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-						b.Error(err)
-					}
-				}
-				if bindgate {
-					recordAnnotations(p.UID, "p1", ann)
-				}
-				binding := &corev1.Binding{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name, UID: p.UID},
-					Target:     corev1.ObjectReference{Kind: "Node", Name: node.Name},
-				}
-				if len(ann) > 0 {
-					binding.Annotations = ann
-				}
-				if err := cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-				}
+	ungate := func(p *corev1.Pod) {
+		switch {
+		case gated && bindgate:
+			if err := Ungate(ctx, e.Client, p, node, "p1", ByUpdate); err != nil {
+				b.Error(err)
 			}
-		})
+		case gated:
+			p.Spec.SchedulingGates = slices.DeleteFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+				return g.Name == bindgatev1alpha1.SchedulingGate
+			})
+			if _, err := cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				b.Error(err)
+			}
+		}
 	}
-	for _, p := range pods {
-		work <- p
+	bind := func(p *corev1.Pod) {
+		ann := map[string]string{}
+		if bindgate {
+			recordAnnotations(p.UID, "p1", ann)
+		}
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name, UID: p.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: node.Name},
+		}
+		if len(ann) > 0 {
+			binding.Annotations = ann
+		}
+		if err := cs.CoreV1().Pods(ns).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
 	}
-	close(work)
-	wg.Wait()
+	// every runs write for each pod on inflight writers.
+	every := func(write func(p *corev1.Pod)) {
+		work := make(chan *corev1.Pod)
+		var wg sync.WaitGroup
+		for range inflight {
+			wg.Go(func() {
+				for p := range work {
+					write(p)
+				}
+			})
+		}
+		for _, p := range pods {
+			work <- p
+		}
+		close(work)
+		wg.Wait()
+	}
+	if staged {
+		every(ungate)
+		every(bind)
+	} else {
+		every(func(p *corev1.Pod) { ungate(p); bind(p) })
+	}
 	b.StopTimer()
 	b.ReportMetric((apiServerCPU(b, e)-apiBefore)*1000/float64(b.N), "apiserver-ms/op")
 	b.ReportMetric((etcdCPU(b, e)-etcdBefore)*1000/float64(b.N), "etcd-ms/op")
