@@ -83,6 +83,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.BindConcurrency <= 0 {
 		opts.BindConcurrency = 64
 	}
+	if opts.UngateConcurrency == 0 {
+		opts.UngateConcurrency = 64
+	}
 	// The seal key comes first: without it no pod's bookkeeping could be
 	// told from what its owner wrote.
 	if err := useSealKey(ctx, mgr, opts); err != nil {
@@ -173,7 +176,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		Client: mgr.GetClient(), Scheduler: sched, Queue: q, Handlers: handlers, Loaded: loaded, Workers: opts.Workers,
 		DryRun: dry,
 	}
-	sched.Async = scheduler.NewAsyncBinder(ctx, opts.BindConcurrency, pods.bindDone)
+	sched.Async = scheduler.NewAsyncBinder(ctx, scheduler.AsyncOptions{
+		Binds:   opts.BindConcurrency,
+		Ungates: opts.UngateConcurrency,
+	}, pods.bindDone)
 	if err := pods.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the pod controller: %w", err)
 	}

@@ -24,24 +24,51 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/bindgate/bindgate/internal/bind"
 	"github.com/bindgate/bindgate/internal/framework"
 )
 
-// AsyncBinder runs the binding cycle (BindHook, gate lift, pods/binding,
-// PostBind) off the worker that reserved the pod, as kube-scheduler does, so
-// that the worker is free for the next pod as soon as this one is reserved
-// and permitted. Binds run on a pool of Concurrency long-lived goroutines:
-// at most that many are in flight, and past that, dispatch waits
-// (back-pressure). The goroutines keep their grown stacks from one bind to
-// the next (a fresh goroutine per bind grew its stack through the HTTP/2
-// client every time, 6% of the operator's CPU).
+// AsyncBinder runs the binding cycle (BindHook, PreBind, gate lift,
+// pods/binding, PostBind) off the worker that reserved the pod, as
+// kube-scheduler does, so that the worker is free for the next pod as soon
+// as this one is reserved and permitted.
+//
+// Binds run on a pool of Binds long-lived goroutines: at most that many are
+// in flight, and past that, dispatch waits (back-pressure). The goroutines
+// keep their grown stacks from one bind to the next (a fresh goroutine per
+// bind grew its stack through the HTTP/2 client every time, 6% of the
+// operator's CPU).
+//
+// A gated pod's gate is lifted ahead of its binding, as the path without
+// bindgate lifts gates ahead of kube-scheduler: with Ungates above zero, a
+// second pool of that many goroutines runs BindHook, PreBind and the gate
+// lift, and hands the pod on to the bind pool through a queue of Queue pods
+// (a full queue holds the gate lifters back, and a busy gate-lift pool the
+// workers). A pod waiting in that queue is ungated, pinned to its node and
+// carries its reservation's record, exactly as a pod between the two
+// writes of one bind: a restart resumes it the same way.
 type AsyncBinder struct {
-	ctx      context.Context
-	jobs     chan func()
-	workers  int
-	start    sync.Once
-	onDone   OnDone
+	ctx     context.Context
+	opts    AsyncOptions
+	start   sync.Once
+	onDone  OnDone
+	ungates chan func() // stage one: gated pods, when opts.Ungates > 0
+	direct  chan func() // whole binds (and, without stage one, gated pods)
+	queued  chan func() // stage two: pods whose gate stage one lifted
+	// inFlight holds the pods handed to the binder until it reports them.
 	inFlight sync.Map // types.UID -> struct{}
+}
+
+// AsyncOptions sizes an AsyncBinder.
+type AsyncOptions struct {
+	// Binds is how many binds run at once (at least 1).
+	Binds int
+	// Ungates is how many gate lifts run at once ahead of the binds; 0
+	// lifts each gate on its bind's goroutine, right before the binding.
+	Ungates int
+	// Queue is how many ungated pods may wait for a bind goroutine (0:
+	// four per bind goroutine).
+	Queue int
 }
 
 // OnDone is told how a bind handed to the AsyncBinder ended, as Schedule
@@ -50,11 +77,18 @@ type OnDone func(pod *corev1.Pod, policy string, st *framework.Status, after tim
 
 // NewAsyncBinder makes a binder whose binds run under ctx (its goroutines
 // end when ctx, the manager's, is cancelled) and report to onDone.
-func NewAsyncBinder(ctx context.Context, concurrency int, onDone OnDone) *AsyncBinder {
-	if concurrency <= 0 {
-		concurrency = 1
+func NewAsyncBinder(ctx context.Context, opts AsyncOptions, onDone OnDone) *AsyncBinder {
+	opts.Binds = max(opts.Binds, 1)
+	opts.Ungates = max(opts.Ungates, 0)
+	if opts.Queue <= 0 {
+		opts.Queue = 4 * opts.Binds
 	}
-	return &AsyncBinder{ctx: ctx, jobs: make(chan func()), workers: concurrency, onDone: onDone}
+	a := &AsyncBinder{ctx: ctx, opts: opts, onDone: onDone, direct: make(chan func())}
+	if opts.Ungates > 0 {
+		a.ungates = make(chan func())
+		a.queued = make(chan func(), opts.Queue)
+	}
+	return a
 }
 
 // Busy says whether a bind of the pod is in flight.
@@ -66,16 +100,43 @@ func (a *AsyncBinder) Busy(uid types.UID) bool {
 	return ok
 }
 
-// submit hands job to an idle goroutine of the pool, waiting while every
-// one is busy. It fails only when ctx or the binder's context ends first.
-func (a *AsyncBinder) submit(ctx context.Context, job func()) error {
+// startPools starts the goroutines, once.
+func (a *AsyncBinder) startPools() {
 	a.start.Do(func() {
-		for range a.workers {
-			go a.run()
+		for range a.opts.Binds {
+			go a.run(a.direct, a.queued)
+		}
+		for range a.opts.Ungates {
+			go a.run(a.ungates, nil)
 		}
 	})
+}
+
+// submit hands job to an idle bind goroutine, waiting while every one is
+// busy. It fails only when ctx or the binder's context ends first.
+func (a *AsyncBinder) submit(ctx context.Context, job func()) error {
+	return a.send(ctx, a.direct, job)
+}
+
+// submitUngate hands job to an idle gate-lift goroutine, waiting while every
+// one is busy; without a gate-lift pool, to a bind goroutine.
+func (a *AsyncBinder) submitUngate(ctx context.Context, job func()) error {
+	if a.ungates == nil {
+		return a.submit(ctx, job)
+	}
+	return a.send(ctx, a.ungates, job)
+}
+
+// enqueue puts job in the queue of ungated pods, waiting while it is full.
+// It fails only when the binder's context ends first.
+func (a *AsyncBinder) enqueue(job func()) error {
+	return a.send(a.ctx, a.queued, job)
+}
+
+func (a *AsyncBinder) send(ctx context.Context, ch chan func(), job func()) error {
+	a.startPools()
 	select {
-	case a.jobs <- job:
+	case ch <- job:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -84,11 +145,14 @@ func (a *AsyncBinder) submit(ctx context.Context, job func()) error {
 	}
 }
 
-// run executes submitted jobs until the binder's context ends.
-func (a *AsyncBinder) run() {
+// run executes jobs from either channel (a nil one is never ready) until
+// the binder's context ends.
+func (a *AsyncBinder) run(jobs, queued <-chan func()) {
 	for {
 		select {
-		case job := <-a.jobs:
+		case job := <-jobs:
+			job()
+		case job := <-queued:
 			job()
 		case <-a.ctx.Done():
 			return
@@ -96,24 +160,52 @@ func (a *AsyncBinder) run() {
 	}
 }
 
+// done reports a bind that ended. The pod is not busy any more before
+// onDone requeues it: a cycle that found it busy would end without a
+// requeue of its own.
+func (a *AsyncBinder) done(pod *corev1.Pod, policy string, st *framework.Status, after time.Duration) {
+	a.inFlight.Delete(pod.UID)
+	if a.onDone != nil {
+		a.onDone(pod, policy, st, after)
+	}
+}
+
 // dispatchBind binds synchronously without an AsyncBinder, else hands the
-// bind to one (Skip: it reports through its OnDone).
+// bind to one (Skip: it reports through its OnDone). A gated pod goes to
+// the gate-lift pool, which hands it on to the bind pool once its gate is
+// lifted.
 func (s *Scheduler) dispatchBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
 	a := s.Async
 	if a == nil {
 		return s.bind(ctx, state, pod, node)
 	}
 	pod = pod.DeepCopy()
+	policy := state.Policy.Name
 	a.inFlight.Store(pod.UID, struct{}{})
-	err := a.submit(ctx, func() {
-		st, after := s.bind(a.ctx, state, pod, node)
-		// Not busy any more before onDone requeues the pod: a cycle that
-		// found it busy would end without a requeue of its own.
-		a.inFlight.Delete(pod.UID)
-		if a.onDone != nil {
-			a.onDone(pod, state.Policy.Name, st, after)
-		}
-	})
+	var err error
+	if a.ungates != nil && bind.HasGate(pod) {
+		err = a.submitUngate(ctx, func() {
+			ungated, took, st, after := s.ungate(a.ctx, state, pod, node)
+			if st != nil {
+				a.done(pod, policy, st, after)
+				return
+			}
+			if err := a.enqueue(func() {
+				st, after := s.bindUngated(a.ctx, state, ungated, node, took)
+				a.done(ungated, policy, st, after)
+			}); err != nil {
+				// The process is stopping: the pod is ungated and carries
+				// its record; the next start resumes it.
+				s.binding.Delete(pod.UID)
+				a.done(ungated, policy, framework.AsStatus(err), 0)
+			}
+		})
+	} else {
+		err = a.submit(ctx, func() {
+			st, after := s.bind(a.ctx, state, pod, node)
+			a.done(pod, policy, st, after)
+		})
+	}
 	if err != nil {
 		a.inFlight.Delete(pod.UID)
 		return framework.AsStatus(err), 0

@@ -115,18 +115,35 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 // reservation and runs PostBind. A nil *Status: the pod is bound (see
 // Schedule).
 func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*framework.Status, time.Duration) {
-	log := ctrl.LoggerFrom(ctx)
-	if st, after := s.callBindHook(ctx, state, pod, node); st != nil {
+	pod, took, st, after := s.ungate(ctx, state, pod, node)
+	if st != nil {
 		return st, after
 	}
+	return s.bindUngated(ctx, state, pod, node, took)
+}
+
+// ungate is the bind's first stage: the bind hook, PreBind and the gate's
+// removal, which pins the pod to the node and records its reservation in
+// it. A non-nil *Status ends the bind there (see Schedule); else the pod as
+// the API server now has it and how long the gate's removal took are
+// returned, and the pod counts as binding (Forget leaves it alone) until
+// bindUngated ends.
+func (s *Scheduler) ungate(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node) (*corev1.Pod, time.Duration, *framework.Status, time.Duration) {
+	log := ctrl.LoggerFrom(ctx)
+	if st, after := s.callBindHook(ctx, state, pod, node); st != nil {
+		return pod, 0, st, after
+	}
 	s.binding.Store(pod.UID, struct{}{})
-	defer s.binding.Delete(pod.UID)
+	end := func(st *framework.Status, after time.Duration) (*corev1.Pod, time.Duration, *framework.Status, time.Duration) {
+		s.binding.Delete(pod.UID)
+		return pod, 0, st, after
+	}
 	if v, ok := s.cycles.Load(pod.UID); ok {
 		// VolumeBinding binds or provisions the pod's claims for the node.
 		if st := s.Placer.PreBind(ctx, v.(*placement.Cycle), pod); !st.IsSuccess() {
 			log.V(2).Info("PreBind failed, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
 			s.unreserve(ctx, state, pod, node.Name)
-			return retry(time.Second, "PreBind: "+st.Message())
+			return end(retry(time.Second, "PreBind: "+st.Message()))
 		}
 	}
 	start := s.Clock.Now()
@@ -141,24 +158,41 @@ func (s *Scheduler) bind(ctx context.Context, state *framework.CycleState, pod *
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// The pod changed (another replica, or the user): look again.
-			return retry(20*time.Millisecond, "the pod changed before its gate was lifted")
+			return end(retry(20*time.Millisecond, "the pod changed before its gate was lifted"))
 		}
 		if apierrors.IsNotFound(err) {
 			s.unreserve(ctx, state, pod, node.Name)
-			return retry(0, "the pod was deleted")
+			return end(retry(0, "the pod was deleted"))
 		}
-		return framework.AsStatus(err), 0
+		return end(framework.AsStatus(err), 0)
 	}
+	return pod, s.Clock.Since(start), nil, 0
+}
+
+// bindUngated is the bind's second stage, after ungate: the pod is bound
+// through pods/binding, its reservation released, the Scheduled event
+// written and PostBind run. ungateTook is how long the gate's removal took
+// (the binding duration metrics count both writes, not the wait between).
+func (s *Scheduler) bindUngated(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node *corev1.Node, ungateTook time.Duration) (*framework.Status, time.Duration) {
+	log := ctrl.LoggerFrom(ctx)
+	defer s.binding.Delete(pod.UID)
+	start := s.Clock.Now()
 	if st := s.Binder.Bind(ctx, state, pod, node.Name); st != nil {
 		s.unreserve(ctx, state, pod, node.Name)
 		if st.Code() == framework.UnschedulableAndUnresolvable {
 			log.V(2).Info("Pod was bound elsewhere", "pod", klog.KObj(pod), "reason", st.Message())
 			return retry(0, "the pod was bound elsewhere: "+st.Message())
 		}
+		if apierrors.IsNotFound(st.AsError()) {
+			// Deleted after its gate was lifted (it may have waited in
+			// the queue for a bind goroutine).
+			return retry(0, "the pod was deleted")
+		}
 		return st, 0
 	}
-	metrics.BindingDuration.Observe(s.Clock.Since(start).Seconds())
-	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(s.Clock.Since(start).Seconds())
+	took := (ungateTook + s.Clock.Since(start)).Seconds()
+	metrics.BindingDuration.Observe(took)
+	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(took)
 	s.cycles.Delete(pod.UID)
 	s.waits.Delete(pod.UID)
 	s.Cache.Unreserve(pod.UID, true)

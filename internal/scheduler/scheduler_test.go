@@ -174,7 +174,7 @@ func TestAsyncBinderConcurrency(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const n = 3
-	a := NewAsyncBinder(ctx, n, nil)
+	a := NewAsyncBinder(ctx, AsyncOptions{Binds: n}, nil)
 	var running, peak atomic.Int32
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -230,6 +230,96 @@ func TestAsyncBinderConcurrency(t *testing.T) {
 	if err := a.submit(context.Background(), func() {}); !errors.Is(err, context.Canceled) {
 		t.Errorf("submit after the binder stopped: %v, want %v", err, context.Canceled)
 	}
+}
+
+// TestAsyncBinderStages: gate lifts run on their own pool and hand the pod
+// on through a bounded queue that the bind goroutines drain; a full queue
+// holds the gate lifters back, and busy gate lifters the submits (the
+// workers). Without a gate-lift pool, a gate lift runs on a bind goroutine.
+func TestAsyncBinderStages(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := NewAsyncBinder(ctx, AsyncOptions{Binds: 1, Ungates: 2, Queue: 1}, nil)
+
+	// The one bind goroutine is busy until release.
+	release := make(chan struct{})
+	if err := a.submit(ctx, func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var binds sync.WaitGroup
+	lifted := make(chan string, 4)
+	ungate := func(name string) func() {
+		binds.Add(1)
+		return func() {
+			lifted <- name
+			if err := a.enqueue(func() {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				binds.Done()
+			}); err != nil {
+				t.Errorf("enqueue %s: %v", name, err)
+				binds.Done()
+			}
+		}
+	}
+	// The first lift fills the queue; the next two hold both gate
+	// lifters, each waiting for room in it.
+	for _, name := range []string{"a", "b", "c"} {
+		if err := a.submitUngate(ctx, ungate(name)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lifted:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("gate of %s not lifted while the bind goroutine was busy", name)
+		}
+	}
+	// Every gate lifter waits for the queue: a further submit waits until
+	// its context ends.
+	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop()
+	ran := atomic.Bool{}
+	if err := a.submitUngate(short, func() { ran.Store(true) }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("submitUngate with the queue full and every gate lifter waiting: %v, want %v", err, context.DeadlineExceeded)
+	}
+	mu.Lock()
+	if len(order) != 0 {
+		t.Errorf("bound %v while the bind goroutine was busy", order)
+	}
+	mu.Unlock()
+
+	close(release)
+	binds.Wait()
+	if ran.Load() {
+		t.Error("the job of a failed submit ran")
+	}
+	mu.Lock()
+	got := append([]string(nil), order...)
+	mu.Unlock()
+	if len(got) != 3 || got[0] != "a" {
+		t.Errorf("bound %v, want a first (it was queued first), then b and c", got)
+	}
+
+	// Without a gate-lift pool, a gate lift runs on a bind goroutine.
+	b := NewAsyncBinder(ctx, AsyncOptions{Binds: 1}, nil)
+	busy := make(chan struct{})
+	if err := b.submit(ctx, func() { <-busy }); err != nil {
+		t.Fatal(err)
+	}
+	short2, stop2 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop2()
+	if err := b.submitUngate(short2, func() {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("submitUngate without a gate-lift pool, the bind goroutine busy: %v, want %v", err, context.DeadlineExceeded)
+	}
+	close(busy)
+	done := make(chan struct{})
+	if err := b.submitUngate(ctx, func() { close(done) }); err != nil {
+		t.Fatal(err)
+	}
+	<-done
 }
 
 func TestAsyncBinderBusyNil(t *testing.T) {
