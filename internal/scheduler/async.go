@@ -88,6 +88,10 @@ func NewAsyncBinder(ctx context.Context, opts AsyncOptions, onDone OnDone) *Asyn
 		a.ungates = make(chan func())
 		a.queued = make(chan func(), opts.Queue)
 	}
+	// The pools are of fixed size: they start with the binder, so that an
+	// idle process already counts them (a leak check compares its
+	// goroutines before and after a run).
+	a.startPools()
 	return a
 }
 
