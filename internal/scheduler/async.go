@@ -50,7 +50,6 @@ import (
 type AsyncBinder struct {
 	ctx     context.Context
 	opts    AsyncOptions
-	start   sync.Once
 	onDone  OnDone
 	ungates chan func() // stage one: gated pods, when opts.Ungates > 0
 	direct  chan func() // whole binds (and, without stage one, gated pods)
@@ -104,16 +103,14 @@ func (a *AsyncBinder) Busy(uid types.UID) bool {
 	return ok
 }
 
-// startPools starts the goroutines, once.
+// startPools starts the goroutines; NewAsyncBinder calls it once.
 func (a *AsyncBinder) startPools() {
-	a.start.Do(func() {
-		for range a.opts.Binds {
-			go a.run(a.direct, a.queued)
-		}
-		for range a.opts.Ungates {
-			go a.run(a.ungates, nil)
-		}
-	})
+	for range a.opts.Binds {
+		go a.run(a.direct, a.queued)
+	}
+	for range a.opts.Ungates {
+		go a.run(a.ungates, nil)
+	}
 }
 
 // submit hands job to an idle bind goroutine, waiting while every one is
@@ -138,7 +135,6 @@ func (a *AsyncBinder) enqueue(job func()) error {
 }
 
 func (a *AsyncBinder) send(ctx context.Context, ch chan func(), job func()) error {
-	a.startPools()
 	select {
 	case ch <- job:
 		return nil
