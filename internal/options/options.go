@@ -169,9 +169,9 @@ func (o *Scheduling) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.DurableReservations, "durable-reservations", DurableAuto,
 		"Which reservations are recorded in the policy's status before the pod goes on: auto (always when --leader-elect=false, else waiting), waiting (those of pods that wait in Permit or call a bind webhook; the rest bind at once, safe only while leader election keeps a single active replica) or always (every one; the ledger's optimistic concurrency then keeps replicas running without leader election from double-booking).")
 	fs.IntVar(&o.BindConcurrency, "bind-concurrency", 64,
-		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle), so workers move on to the next pod.")
+		"Binds in flight at once: reserved and permitted pods are bound by a pool of this many goroutines, apart from the workers (as kube-scheduler's binding cycle runs apart from its scheduling cycle); up to 4 binds per goroutine wait in a queue, so workers move on to the next pod while every bind goroutine is busy.")
 	fs.IntVar(&o.UngateConcurrency, "ungate-concurrency", 64,
-		"Gate lifts in flight at once: a gated pod's gate is lifted (and the pod pinned to its node) by a pool of this many goroutines ahead of its binding, as a controller that lifts gates runs ahead of kube-scheduler; ungated pods then wait for a bind goroutine in a queue of 4 per --bind-concurrency. A negative value lifts each gate on the bind's own goroutine, right before the binding.")
+		"Gate lifts in flight at once: a gated pod's gate is lifted (and the pod pinned to its node) by a pool of this many goroutines ahead of its binding, as a controller that lifts gates runs ahead of kube-scheduler; ungated pods then wait for a bind goroutine in the bind queue (4 per --bind-concurrency). A negative value lifts each gate on the bind's own goroutine, right before the binding.")
 	fs.IntVar(&o.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0,
 		"Percentage of nodes to find feasible before scoring, as kube-scheduler's percentageOfNodesToScore; 0 adapts to cluster size.")
 	fs.IntVar(&o.Parallelism, "parallelism", 16,

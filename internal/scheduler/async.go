@@ -33,27 +33,32 @@ import (
 // kube-scheduler does, so that the worker is free for the next pod as soon
 // as this one is reserved and permitted.
 //
-// Binds run on a pool of Binds long-lived goroutines: at most that many are
-// in flight, and past that, dispatch waits (back-pressure). The goroutines
-// keep their grown stacks from one bind to the next (a fresh goroutine per
-// bind grew its stack through the HTTP/2 client every time, 6% of the
+// Binds run on a pool of Binds long-lived goroutines, which take them from
+// a queue of Queue binds: at most Binds are in flight, and once Queue more
+// wait, dispatch waits too (back-pressure). The queue lets a worker go on to
+// the next pod while every bind goroutine is busy, as kube-scheduler's
+// scheduling cycle goes on while its binding goroutines pile up (without
+// it, workers waited for a free bind goroutine, and the API server got the
+// binds one by one: measured in docs/benchmarks.md). The goroutines keep
+// their grown stacks from one bind to the next (a fresh goroutine per bind
+// grew its stack through the HTTP/2 client every time, 6% of the
 // operator's CPU).
 //
 // A gated pod's gate is lifted ahead of its binding, as the path without
 // bindgate lifts gates ahead of kube-scheduler: with Ungates above zero, a
 // second pool of that many goroutines runs BindHook, PreBind and the gate
-// lift, and hands the pod on to the bind pool through a queue of Queue pods
-// (a full queue holds the gate lifters back, and a busy gate-lift pool the
-// workers). A pod waiting in that queue is ungated, pinned to its node and
-// carries its reservation's record, exactly as a pod between the two
-// writes of one bind: a restart resumes it the same way.
+// lift, and puts the pod in the bind queue (a full queue holds the gate
+// lifters back, and a busy gate-lift pool the workers). A pod waiting there
+// is ungated, pinned to its node and carries its reservation's record,
+// exactly as a pod between the two writes of one bind: a restart resumes it
+// the same way. A pod without a gate (schedulerName) waits in the queue with
+// nothing written, as a pod whose worker waited for a bind goroutine did.
 type AsyncBinder struct {
 	ctx     context.Context
 	opts    AsyncOptions
 	onDone  OnDone
-	ungates chan func() // stage one: gated pods, when opts.Ungates > 0
-	direct  chan func() // whole binds (and, without stage one, gated pods)
-	queued  chan func() // stage two: pods whose gate stage one lifted
+	ungates chan func() // stage one: gated pods' gate lifts, when opts.Ungates > 0
+	binds   chan func() // the bind queue: whole binds, and stage two
 	// inFlight holds the pods handed to the binder until it reports them.
 	inFlight sync.Map // types.UID -> struct{}
 }
@@ -65,8 +70,8 @@ type AsyncOptions struct {
 	// Ungates is how many gate lifts run at once ahead of the binds; 0
 	// lifts each gate on its bind's goroutine, right before the binding.
 	Ungates int
-	// Queue is how many ungated pods may wait for a bind goroutine (0:
-	// four per bind goroutine).
+	// Queue is how many binds may wait for a bind goroutine (0: four per
+	// bind goroutine).
 	Queue int
 }
 
@@ -82,10 +87,9 @@ func NewAsyncBinder(ctx context.Context, opts AsyncOptions, onDone OnDone) *Asyn
 	if opts.Queue <= 0 {
 		opts.Queue = 4 * opts.Binds
 	}
-	a := &AsyncBinder{ctx: ctx, opts: opts, onDone: onDone, direct: make(chan func())}
+	a := &AsyncBinder{ctx: ctx, opts: opts, onDone: onDone, binds: make(chan func(), opts.Queue)}
 	if opts.Ungates > 0 {
 		a.ungates = make(chan func())
-		a.queued = make(chan func(), opts.Queue)
 	}
 	// The pools are of fixed size: they start with the binder, so that an
 	// idle process already counts them (a leak check compares its
@@ -106,35 +110,40 @@ func (a *AsyncBinder) Busy(uid types.UID) bool {
 // startPools starts the goroutines; NewAsyncBinder calls it once.
 func (a *AsyncBinder) startPools() {
 	for range a.opts.Binds {
-		go a.run(a.direct, a.queued)
+		go a.run(a.binds)
 	}
 	for range a.opts.Ungates {
-		go a.run(a.ungates, nil)
+		go a.run(a.ungates)
 	}
 }
 
-// submit hands job to an idle bind goroutine, waiting while every one is
-// busy. It fails only when ctx or the binder's context ends first.
+// submit puts job in the bind queue, waiting while it is full. It fails
+// only when ctx or the binder's context ends first.
 func (a *AsyncBinder) submit(ctx context.Context, job func()) error {
-	return a.send(ctx, a.direct, job)
+	return a.send(ctx, a.binds, job)
 }
 
 // submitUngate hands job to an idle gate-lift goroutine, waiting while every
-// one is busy; without a gate-lift pool, to a bind goroutine.
+// one is busy. The binder must have a gate-lift pool (Ungates > 0).
 func (a *AsyncBinder) submitUngate(ctx context.Context, job func()) error {
-	if a.ungates == nil {
-		return a.submit(ctx, job)
-	}
 	return a.send(ctx, a.ungates, job)
 }
 
-// enqueue puts job in the queue of ungated pods, waiting while it is full.
-// It fails only when the binder's context ends first.
+// enqueue puts job, a pod's second stage, in the bind queue, waiting while
+// it is full. It fails only when the binder's context ends first.
 func (a *AsyncBinder) enqueue(job func()) error {
-	return a.send(a.ctx, a.queued, job)
+	return a.submit(a.ctx, job)
 }
 
 func (a *AsyncBinder) send(ctx context.Context, ch chan func(), job func()) error {
+	// A select picks at random among ready cases: a queue with room must
+	// not take a job after either context ended.
+	if err := a.ctx.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case ch <- job:
 		return nil
@@ -145,14 +154,11 @@ func (a *AsyncBinder) send(ctx context.Context, ch chan func(), job func()) erro
 	}
 }
 
-// run executes jobs from either channel (a nil one is never ready) until
-// the binder's context ends.
-func (a *AsyncBinder) run(jobs, queued <-chan func()) {
+// run executes jobs until the binder's context ends.
+func (a *AsyncBinder) run(jobs <-chan func()) {
 	for {
 		select {
 		case job := <-jobs:
-			job()
-		case job := <-queued:
 			job()
 		case <-a.ctx.Done():
 			return

@@ -167,14 +167,15 @@ func TestPermitHoldReject(t *testing.T) {
 	}
 }
 
-// TestAsyncBinderConcurrency: at most Concurrency jobs run at once, a
-// submit past that waits for a free goroutine, and one whose context ends
-// while it waits fails without running its job.
+// TestAsyncBinderConcurrency: at most Binds jobs run at once and Queue
+// more wait for a goroutine; a submit past that waits for room in the
+// queue, and one whose context ends while it waits fails without running
+// its job.
 func TestAsyncBinderConcurrency(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const n = 3
-	a := NewAsyncBinder(ctx, AsyncOptions{Binds: n}, nil)
+	const n, queue = 3, 2
+	a := NewAsyncBinder(ctx, AsyncOptions{Binds: n, Queue: queue}, nil)
 	var running, peak atomic.Int32
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -190,26 +191,30 @@ func TestAsyncBinderConcurrency(t *testing.T) {
 		<-release
 		running.Add(-1)
 	}
-	for range n {
+	// n jobs run and hold their goroutines; the queue holds the other two
+	// (each goroutine holds one job at most).
+	for range n + queue {
 		wg.Add(1)
 		if err := a.submit(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Every goroutine is busy: a further submit waits until its context ends.
+	// Every goroutine is busy and the queue full: a further submit waits
+	// until its context ends.
 	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer stop()
 	ran := atomic.Bool{}
 	if err := a.submit(short, func() { ran.Store(true) }); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("submit with every goroutine busy: %v, want %v", err, context.DeadlineExceeded)
 	}
-	// A waiting submit goes through as soon as one finishes.
+	// A waiting submit goes through as soon as one finishes (a goroutine
+	// takes the next job from the queue, which makes room).
 	submitted := make(chan error, 1)
 	wg.Add(1)
 	go func() { submitted <- a.submit(ctx, job) }()
 	select {
 	case err := <-submitted:
-		t.Fatalf("submit returned (%v) while every goroutine was busy", err)
+		t.Fatalf("submit returned (%v) while every goroutine was busy and the queue full", err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	release <- struct{}{}
@@ -235,7 +240,7 @@ func TestAsyncBinderConcurrency(t *testing.T) {
 // TestAsyncBinderStages: gate lifts run on their own pool and hand the pod
 // on through a bounded queue that the bind goroutines drain; a full queue
 // holds the gate lifters back, and busy gate lifters the submits (the
-// workers). Without a gate-lift pool, a gate lift runs on a bind goroutine.
+// workers).
 func TestAsyncBinderStages(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -302,24 +307,6 @@ func TestAsyncBinderStages(t *testing.T) {
 	if len(got) != 3 || got[0] != "a" {
 		t.Errorf("bound %v, want a first (it was queued first), then b and c", got)
 	}
-
-	// Without a gate-lift pool, a gate lift runs on a bind goroutine.
-	b := NewAsyncBinder(ctx, AsyncOptions{Binds: 1}, nil)
-	busy := make(chan struct{})
-	if err := b.submit(ctx, func() { <-busy }); err != nil {
-		t.Fatal(err)
-	}
-	short2, stop2 := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer stop2()
-	if err := b.submitUngate(short2, func() {}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("submitUngate without a gate-lift pool, the bind goroutine busy: %v, want %v", err, context.DeadlineExceeded)
-	}
-	close(busy)
-	done := make(chan struct{})
-	if err := b.submitUngate(ctx, func() { close(done) }); err != nil {
-		t.Fatal(err)
-	}
-	<-done
 }
 
 func TestAsyncBinderBusyNil(t *testing.T) {
