@@ -206,6 +206,7 @@ func main() {
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
 		timeline  = flag.Duration("timeline", 0, "Every this often (e.g. 250ms), read kube-apiserver's count of completed pods/binding requests and log it beside the pods the bench's watch has seen bound: the API server's own timeline of the binds, to tell a lagging watch from a slow contender. Off by default: each read of /metrics costs the API server CPU.")
+		warmup    = flag.Bool("warmup", true, "Before measuring, run the first workload's first contender once and discard the result: here the first run of a bench process was often the slowest of its process, for every process of the machine (contender, etcd and kube-apiserver alike) and whichever contender it was, which biased the pair it fell in against that contender.")
 		running   = flag.Bool("allow-running", false, "Run even when a kube-apiserver, etcd, kube-scheduler or bindgate process is already running on this machine (by default the bench refuses: it would share the CPU with every contender).")
 	)
 	flag.Parse()
@@ -233,6 +234,7 @@ func main() {
 	}
 	var results []result
 	var order []string
+	warmed := !*warmup
 	for _, key := range strings.Split(*only, ",") {
 		w, ok := all[key]
 		if !ok {
@@ -251,6 +253,15 @@ func main() {
 			}
 			if c != RawBind || (w.Rate == 0 && w.Kind == KindPlain) {
 				contenders = append(contenders, c)
+			}
+		}
+		if !warmed && len(contenders) > 0 {
+			warmed = true
+			fmt.Printf(">> warm-up (not reported): %s, %s\n", w.Name, contenders[0])
+			r := run(w, contenders[0], 0, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers})
+			fmt.Printf("   warm-up: %.0f pods/s, placement check: %s\n", r.PodsPerSec, r.Check)
+			if r.Err != "" {
+				fmt.Printf("   warm-up error: %s\n", r.Err)
 			}
 		}
 		for rep := 1; rep <= *reps; rep++ {
