@@ -235,6 +235,7 @@ func main() {
 	var results []result
 	var order []string
 	warmed := !*warmup
+	var warm *result // the warm-up run, when one ran
 	for _, key := range strings.Split(*only, ",") {
 		w, ok := all[key]
 		if !ok {
@@ -259,6 +260,7 @@ func main() {
 			warmed = true
 			fmt.Printf(">> warm-up (not reported): %s, %s\n", w.Name, contenders[0])
 			r := run(w, contenders[0], 0, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers})
+			warm = &r
 			fmt.Printf("   warm-up: %.0f pods/s, placement check: %s\n", r.PodsPerSec, r.Check)
 			if r.Err != "" {
 				fmt.Printf("   warm-up error: %s\n", r.Err)
@@ -316,7 +318,7 @@ func main() {
 		}
 	}
 	plot := cmp.Or(*plotOut, strings.TrimSuffix(*out, filepath.Ext(*out))+".png")
-	report := render(order, results, os.Args[1:], plotRef(*out, plot))
+	report := render(order, results, warm, os.Args[1:], plotRef(*out, plot))
 	if err := writeReport(*out, report); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -101,7 +101,9 @@ func summarize(results []result, workload, contender string) summary {
 	return s
 }
 
-func render(workloads []string, results []result, args []string, plot string) string {
+// render writes the report. warm is the unreported warm-up run (nil when
+// none ran); a warm-up that failed, placement check included, is reported.
+func render(workloads []string, results []result, warm *result, args []string, plot string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %d CPUs (%s/%s) with `make bench`", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	if len(args) > 0 {
@@ -110,7 +112,13 @@ func render(workloads []string, results []result, args []string, plot string) st
 	b.WriteString(".\n\n")
 	b.WriteString("Each contender runs as its own process against a **fresh** control plane (etcd + kube-apiserver v1.37.2 built from pinned modules), ")
 	b.WriteString("with every node (Ready, untainted, 32 CPU / 128Gi / 110 pods) and pod (100m / 128Mi) created before it starts. ")
-	b.WriteString("One unreported warm-up run of the first workload's first contender comes first (`-warmup=false` skips it: the first run of a bench process was often the slowest of its process, whichever contender it was). Contenders alternate order between repetitions, each next to its baseline; figures are medians, and the ratios of each pair run side by side are listed under each table. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
+	if warm != nil {
+		b.WriteString("One unreported warm-up run of the first workload's first contender came first (`-warmup=false` skips it: the first run of a bench process was often the slowest of its process, whichever contender it was). ")
+		if warm.Err != "" {
+			fmt.Fprintf(&b, "**The warm-up run (%s, %s) failed: %s.** ", warm.Contender, warm.Workload, warm.Err)
+		}
+	}
+	b.WriteString("Contenders alternate order between repetitions, each next to its baseline; figures are medians, and the ratios of each pair run side by side are listed under each table. Only ratios within one run are meaningful: the machine is small and noisy.\n\n")
 	b.WriteString("- **bindgate**: gated pods, one BindingPolicy with no permit conditions, the built binary, `--leader-elect=false --durable-reservations=waiting` (a single replica).\n")
 	b.WriteString("- **bindgate-schedulername** (for comparison): the same, but the pods are not gated and name `schedulerName: bindgate` (what the pod webhook's `--pod-webhook-mode=scheduler-name` does) — no gate to remove, so the same writes as kube-scheduler.\n")
 	b.WriteString("- **kube-scheduler** v1.37.2 from the same pinned module: ungated pods, default profile, `clientConnection.qps/burst` 5000, leader election off.\n")

@@ -476,3 +476,37 @@ etcd_server_proposals_committed_total_other 99
 		t.Errorf("perPodCounts (-want +got):\n%s", diff)
 	}
 }
+
+// TestRenderWarmUp: the report names the warm-up only when one ran, and
+// reports a warm-up that failed (its placement check included) instead of
+// leaving it to the log.
+func TestRenderWarmUp(t *testing.T) {
+	const ran = "One unreported warm-up run"
+	cases := map[string]struct {
+		warm       *result
+		wantRan    bool
+		wantFailed string
+	}{
+		"no warm-up": {},
+		"warm-up ok": {warm: &result{Contender: BindgateSchedulerName, Workload: "500 nodes / 3000 pods", Check: "ok"}, wantRan: true},
+		"warm-up failed its placement check": {
+			warm:       &result{Contender: Bindgate, Workload: "500 nodes / 3000 pods", Err: "placement check: node-1 overcommitted"},
+			wantRan:    true,
+			wantFailed: "**The warm-up run (bindgate, 500 nodes / 3000 pods) failed: placement check: node-1 overcommitted.**",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := render(nil, nil, tc.warm, nil, "")
+			if strings.Contains(got, ran) != tc.wantRan {
+				t.Errorf("report mentions the warm-up: %v, want %v", !tc.wantRan, tc.wantRan)
+			}
+			if tc.wantFailed != "" && !strings.Contains(got, tc.wantFailed) {
+				t.Errorf("report does not say %q:\n%s", tc.wantFailed, got)
+			}
+			if tc.wantFailed == "" && strings.Contains(got, "failed:") {
+				t.Errorf("report says a warm-up failed:\n%s", got)
+			}
+		})
+	}
+}
