@@ -20,6 +20,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,32 +42,50 @@ import (
 // SealKeyBytes is the length of a generated seal key.
 const SealKeyBytes = 32
 
-var sealKey atomic.Pointer[[]byte]
+// sealer makes seals under one key. Its pool keeps HMACs keyed with it:
+// seals are made for every bind and checked on every informer event of a
+// bound pod, and a fresh HMAC costs two hash states and two pads each time.
+type sealer struct {
+	key  []byte
+	macs sync.Pool // of hash.Hash, HMAC-SHA256 under key
+}
+
+var sealKey atomic.Pointer[sealer]
 
 // UseSealKey installs the key seals are made and checked with. Until it is
 // called, no pod carries a valid seal.
 func UseSealKey(key []byte) {
 	k := append([]byte(nil), key...)
-	sealKey.Store(&k)
+	s := &sealer{key: k}
+	s.macs.New = func() any { return hmac.New(sha256.New, k) }
+	sealKey.Store(s)
 }
 
 // Seal returns the seal of (uid, policy) under the installed key ("" when
 // there is none).
 func Seal(uid types.UID, policy string) string {
-	kp := sealKey.Load()
-	if kp == nil || len(*kp) == 0 {
+	s := sealKey.Load()
+	if s == nil || len(s.key) == 0 {
 		return ""
 	}
-	return sealWith(*kp, uid, policy)
+	m := s.macs.Get().(hash.Hash)
+	defer s.macs.Put(m)
+	m.Reset()
+	return seal(m, uid, policy)
 }
 
 func sealWith(key []byte, uid types.UID, policy string) string {
-	m := hmac.New(sha256.New, key)
+	return seal(hmac.New(sha256.New, key), uid, policy)
+}
+
+// seal writes (uid, policy) into m, a fresh or reset HMAC, and encodes its sum.
+func seal(m hash.Hash, uid types.UID, policy string) string {
 	m.Write([]byte("bindgate-seal-v1\x00"))
 	m.Write([]byte(uid))
 	m.Write([]byte{0})
 	m.Write([]byte(policy))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	var sum [sha256.Size]byte
+	return base64.RawURLEncoding.EncodeToString(m.Sum(sum[:0]))
 }
 
 // SealedPolicy returns the policy recorded on pod by bindgate itself: the

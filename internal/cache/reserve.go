@@ -53,7 +53,10 @@ func (e *UnfitError) Error() string { return strings.Join(e.Reasons, ", ") }
 
 // Reserve assumes pod on node: from now on every plugin sees it there. Under
 // the lock it refuses a reservation that would overcommit the node or take
-// the policy past its capacity. reservedAt zero means now.
+// the policy past its capacity. reservedAt zero means now. A pod whose
+// spec.nodeName is already node is kept as it is (the caller must not
+// change it afterwards, as kube-scheduler's AssumePod asks); any other is
+// copied with spec.nodeName set.
 func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, policy *bindgatev1alpha1.BindingPolicy, reservedAt time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,8 +85,11 @@ func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, p
 	if reservedAt.IsZero() {
 		reservedAt = c.clock.Now()
 	}
-	assumed := pod.DeepCopy()
-	assumed.Spec.NodeName = node
+	assumed := pod
+	if pod.Spec.NodeName != node {
+		assumed = pod.DeepCopy()
+		assumed.Spec.NodeName = node
+	}
 	if err := c.sched.AssumePod(c.logger, assumed); err != nil {
 		return fmt.Errorf("assuming pod %s on node %s: %w", klog.KObj(pod), node, err)
 	}

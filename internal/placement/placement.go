@@ -51,6 +51,8 @@ type Cycle struct {
 	Node  string
 	State fwk.CycleState
 	fw    schedframework.Framework
+	// pod is the assumed pod, built once by Assumed.
+	pod *corev1.Pod
 }
 
 // FitError says why no node took the pod, worded by kube-scheduler.
@@ -278,15 +280,19 @@ func (p *Placer) Check(ctx context.Context, pod *corev1.Pod, policy *bindgatev1a
 	return &Cycle{Node: node, State: state, fw: fw}, nil
 }
 
-// assumed is the pod as kube-scheduler hands it to Reserve and PreBind:
-// with spec.nodeName set to the chosen node.
-func (c *Cycle) assumed(pod *corev1.Pod) *corev1.Pod {
-	if pod.Spec.NodeName == c.Node {
-		return pod
+// Assumed is the pod as kube-scheduler keeps it in its cache and hands it
+// to Reserve, Unreserve and PreBind: with spec.nodeName set to the chosen
+// node. As in kube-scheduler, one copy serves them all: it is built by the
+// first call (the scheduler's, before Reserve, while the cycle is not yet
+// shared) and read-only from then on, since bindgate's cache keeps the same
+// object.
+func (c *Cycle) Assumed(pod *corev1.Pod) *corev1.Pod {
+	if c.pod == nil || c.pod.UID != pod.UID {
+		a := pod.DeepCopy()
+		a.Spec.NodeName = c.Node
+		c.pod = a
 	}
-	a := pod.DeepCopy()
-	a.Spec.NodeName = c.Node
-	return a
+	return c.pod
 }
 
 // Reserve runs the Reserve plugins (VolumeBinding assumes the pod's claims),
@@ -294,7 +300,7 @@ func (c *Cycle) assumed(pod *corev1.Pod) *corev1.Pod {
 // the cycle is kept until the bind ends, and no later extension point
 // reads the Filter and Score plugins' states.
 func (p *Placer) Reserve(ctx context.Context, c *Cycle, pod *corev1.Pod) *fwk.Status {
-	st := c.fw.RunReservePluginsReserve(ctx, c.State, c.assumed(pod), c.Node)
+	st := c.fw.RunReservePluginsReserve(ctx, c.State, c.Assumed(pod), c.Node)
 	if st.IsSuccess() {
 		for _, key := range p.placementOnly[c.fw] {
 			c.State.Delete(key)
@@ -305,11 +311,11 @@ func (p *Placer) Reserve(ctx context.Context, c *Cycle, pod *corev1.Pod) *fwk.St
 
 // Unreserve runs the Unreserve plugins. It is idempotent.
 func (p *Placer) Unreserve(ctx context.Context, c *Cycle, pod *corev1.Pod) {
-	c.fw.RunReservePluginsUnreserve(ctx, c.State, c.assumed(pod), c.Node)
+	c.fw.RunReservePluginsUnreserve(ctx, c.State, c.Assumed(pod), c.Node)
 }
 
 // PreBind runs the PreBind plugins (VolumeBinding binds or provisions the
 // pod's claims for the node and waits until they are bound).
 func (p *Placer) PreBind(ctx context.Context, c *Cycle, pod *corev1.Pod) *fwk.Status {
-	return c.fw.RunPreBindPlugins(ctx, c.State, c.assumed(pod), c.Node)
+	return c.fw.RunPreBindPlugins(ctx, c.State, c.Assumed(pod), c.Node)
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
+	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
@@ -625,6 +626,109 @@ func TestParallelism(t *testing.T) {
 				if got, want := fw.Parallelizer(), fwk.Parallelizer(parallelize.NewParallelizer(tc.want)); got != want {
 					t.Errorf("%s framework's parallelizer %+v, want %+v", strategy, got, want)
 				}
+			}
+		})
+	}
+}
+
+// The cache and every extension point after Score share one assumed pod per
+// cycle, as in kube-scheduler: a copy of the pod with spec.nodeName set,
+// never the caller's pod itself.
+func TestAssumedIsOneCopy(t *testing.T) {
+	nodes := []*corev1.Node{node("a").obj()}
+	p, c := newPlacer(t, 0, nodes, nil)
+	pd := pod("web-0", "100m", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.Lock()
+	defer p.Unlock()
+	cy, err := p.SelectNode(ctx, pd, policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	assumed := cy.Assumed(pd)
+	if assumed == pd || pd.Spec.NodeName != "" {
+		t.Fatalf("Assumed returned the caller's pod or changed it (spec.nodeName %q)", pd.Spec.NodeName)
+	}
+	if assumed.Spec.NodeName != "a" {
+		t.Errorf("assumed spec.nodeName = %q, want a", assumed.Spec.NodeName)
+	}
+	if again := cy.Assumed(pd.DeepCopy()); again != assumed {
+		t.Error("a second call built another copy of the same pod")
+	}
+	if err := c.Reserve(assumed, framework.PodRequests(pd), cy.Node, policy(), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ni, err := p.snapshot.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := false
+	for _, pi := range ni.GetPods() {
+		kept = kept || pi.GetPod() == assumed
+	}
+	if !kept {
+		t.Error("node a's snapshot does not hold the cycle's assumed pod itself")
+	}
+	other := pod("web-1", "100m", "")
+	if a := cy.Assumed(other); a.UID != other.UID || a == assumed {
+		t.Errorf("Assumed of another pod = %s, want a copy of %s", a.UID, other.UID)
+	}
+}
+
+// TestRequestsExtended: the quick look never misses an extended resource
+// the summed requests hold, on every list one can come from, and says none
+// for pods that request only core resources. (It looks at pod-level
+// requests too, which the sum leaves out for extended resources: a false
+// alarm costs only the sum.)
+func TestRequestsExtended(t *testing.T) {
+	const gpu = corev1.ResourceName("example.com/gpu")
+	one := func(name corev1.ResourceName) corev1.ResourceList {
+		return corev1.ResourceList{name: resource.MustParse("1")}
+	}
+	base := func() *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: one(corev1.ResourceCPU)}}}}}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	cases := map[string]struct {
+		mutate func(*corev1.Pod)
+		want   bool
+	}{
+		"cpu only":           {mutate: func(*corev1.Pod) {}},
+		"no requests at all": {mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} }},
+		"hugepages": {mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests["hugepages-2Mi"] = resource.MustParse("2Mi")
+		}},
+		"limit only (the API server copies it to the request)": {mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = one(gpu) }},
+		"second container": {want: true, mutate: func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Resources: corev1.ResourceRequirements{Requests: one(gpu)}})
+		}},
+		"init container": {want: true, mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: one(gpu)}}}
+		}},
+		"sidecar": {want: true, mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "s", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: one(gpu)}}}
+		}},
+		"overhead":           {want: true, mutate: func(p *corev1.Pod) { p.Spec.Overhead = one(gpu) }},
+		"pod-level requests": {want: true, mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Requests: one(gpu)} }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := base()
+			tc.mutate(p)
+			summed := false
+			for n := range framework.PodRequests(p).Scalar {
+				summed = summed || v1helper.IsExtendedResourceName(n)
+			}
+			got := requestsExtended(p)
+			if summed && !got {
+				t.Fatal("requestsExtended missed an extended resource the summed requests hold")
+			}
+			if got != tc.want {
+				t.Errorf("requestsExtended = %v, want %v (summed requests: %v)", got, tc.want, summed)
 			}
 		})
 	}

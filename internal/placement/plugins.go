@@ -234,7 +234,7 @@ func (u unsupported) PreFilter(_ context.Context, state fwk.CycleState, pod *cor
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, u.draRefusal)
 	}
-	if u.classes == nil {
+	if u.classes == nil || !requestsExtended(pod) {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	var backed []corev1.ResourceName
@@ -252,6 +252,37 @@ func (u unsupported) PreFilter(_ context.Context, state fwk.CycleState, pod *cor
 }
 
 func (unsupported) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// requestsExtended says whether any list framework.PodRequests reads
+// (containers', init containers' and pod-level requests, and the overhead)
+// names an extended resource: most pods name none, and then PreFilter
+// skips without summing the requests. It never misses one the sum holds;
+// pod-level requests, whose extended resources the sum leaves out, can
+// only make it look closer.
+func requestsExtended(pod *corev1.Pod) bool {
+	names := func(rl corev1.ResourceList) bool {
+		for name := range rl {
+			if v1helper.IsExtendedResourceName(name) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range pod.Spec.Containers {
+		if names(pod.Spec.Containers[i].Resources.Requests) {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if names(pod.Spec.InitContainers[i].Resources.Requests) {
+			return true
+		}
+	}
+	if pod.Spec.Resources != nil && names(pod.Spec.Resources.Requests) {
+		return true
+	}
+	return names(pod.Spec.Overhead)
+}
 
 // Filter refuses a node that does not advertise an extended resource of
 // the pod that a DeviceClass backs: there only DRA could give it (a node

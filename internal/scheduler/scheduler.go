@@ -343,7 +343,10 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 // assumed pod on c.Node) and runs the Reserve plugins; on failure nothing is
 // left held. The caller holds the Placer's lock.
 func (s *Scheduler) assume(ctx context.Context, c *placement.Cycle, pod *corev1.Pod, state *framework.CycleState, reservedAt time.Time) error {
-	if err := s.Cache.Reserve(pod, state.PodRequests, c.Node, state.Policy, reservedAt); err != nil {
+	// The cache keeps the cycle's assumed pod, which the Reserve and PreBind
+	// plugins get too: one copy of the pod per reservation, as in
+	// kube-scheduler.
+	if err := s.Cache.Reserve(c.Assumed(pod), state.PodRequests, c.Node, state.Policy, reservedAt); err != nil {
 		return err
 	}
 	if st := s.Placer.Reserve(ctx, c, pod); !st.IsSuccess() {
