@@ -202,7 +202,9 @@ func main() {
 		workers   = flag.Int("workers", 16, "bindgate --workers.")
 		only2     = flag.String("contenders", "bindgate,ungate+kube-scheduler,bindgate-schedulername,kube-scheduler,raw-bind", "Comma-separated contenders to run, in this order (reversed every other repetition); each next to its baseline, so that a pair's ratio is taken at one state of the machine.")
 		heap      = flag.String("heap", "", "Write a heap profile of bindgate's first run, taken once every pod is bound, to this file.")
-		pprof     = flag.String("pprof", "", "Write a 3s CPU profile of bindgate's first run, from just after its first bind, to this file.")
+		pprof     = flag.String("pprof", "", "Write a CPU profile of bindgate's first run, from just after its first bind (see -pprof-delay, -pprof-seconds), to this file.")
+		pprofSecs = flag.Int("pprof-seconds", 3, "Length of the -pprof profile, in seconds: a run that ends sooner (the anti-affinity workload lasts about 2 s) leaves no profile.")
+		pprofWait = flag.Duration("pprof-delay", 500*time.Millisecond, "How long after bindgate's first bind the -pprof profile starts.")
 		apiProf   = flag.Bool("apiserver-profile", true, "Profile kube-apiserver for 5s in each contender's first repetition of a batch workload and split its CPU per bound pod by request kind.")
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
 		timeline  = flag.Duration("timeline", 0, "Every this often (e.g. 250ms), read kube-apiserver's count of completed pods/binding requests and log it beside the pods the bench's watch has seen bound: the API server's own timeline of the binds, to tell a lagging watch from a slow contender. Off by default: each read of /metrics costs the API server CPU.")
@@ -274,7 +276,7 @@ func main() {
 			}
 			for _, c := range cs {
 				fmt.Printf(">> %s, %s, repetition %d/%d\n", w.Name, c, rep, *reps)
-				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof, heap: *heap,
+				r := run(w, c, rep, runConfig{bindgate: *bindgate, scheduler: *scheduler, workers: *workers, pprof: *pprof, pprofSeconds: *pprofSecs, pprofDelay: *pprofWait, heap: *heap,
 					apiProfile: *apiProf && rep == 1 && w.Rate == 0, profileDir: *profDir, timeline: *timeline})
 				*pprof, *heap = "", ""
 				if r.Phases != "" {
@@ -346,6 +348,8 @@ type runConfig struct {
 	bindgate, scheduler string
 	workers             int
 	pprof               string
+	pprofSeconds        int
+	pprofDelay          time.Duration
 	heap                string
 	apiProfile          bool
 	profileDir          string
@@ -658,8 +662,9 @@ func run(w workload, contender string, rep int, rc runConfig) (res result) {
 				if !tr.waitFirstBound(ctx) {
 					return
 				}
-				time.Sleep(500 * time.Millisecond)
-				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, "http://127.0.0.1:6061/debug/pprof/profile?seconds=3").CombinedOutput()
+				time.Sleep(rc.pprofDelay)
+				url := fmt.Sprintf("http://127.0.0.1:6061/debug/pprof/profile?seconds=%d", rc.pprofSeconds)
+				out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-proto", "-output", rc.pprof, url).CombinedOutput()
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "pprof: %v\n%s", err, out)
 				}
