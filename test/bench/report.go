@@ -210,8 +210,8 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 	if len(byProc) == 0 {
 		return
 	}
-	b.WriteString("\nCPU per bound pod from the first bind to the last, the window pods/s is measured over (ms, medians; the contender's own process, etcd, kube-apiserver; other processes: the rest of the machine's busy time, the bench's own excepted, to within a few percent of the total, as the kernel counts a process's time and the machine's apart — a run sharing the machine shows here):\n\n")
-	b.WriteString("| contender | own process | etcd | kube-apiserver | total | other processes |\n|---|---|---|---|---|---|\n")
+	b.WriteString("\nCPU per bound pod from the first bind to the last, the window pods/s is measured over (ms, medians; the contender's own process, etcd, kube-apiserver; other processes: the rest of the machine's busy time, the bench's own excepted, to within a few percent of the total, as the kernel counts a process's time and the machine's apart — a run sharing the machine shows here; the bench: its own process, which watches the pods and, for ungate+kube-scheduler, is the ungating controller too, so that contender's whole cost is its total plus part of this column):\n\n")
+	b.WriteString("| contender | own process | etcd | kube-apiserver | total | other processes | the bench |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range []string{Bindgate, BindgateSchedulerName, KubeScheduler, UngateKubeScheduler, RawBind} {
 		m, ok := byProc[c]
 		if !ok {
@@ -222,11 +222,14 @@ func renderCPU(b *strings.Builder, results []result, workload string) {
 		if len(m[c]) > 0 {
 			ownS = fmt.Sprintf("%.2f", own)
 		}
-		otherS := "–"
+		otherS, benchS := "–", "–"
 		if len(m[KeyOther]) > 0 {
 			otherS = fmt.Sprintf("%.2f", median(m[KeyOther]))
 		}
-		fmt.Fprintf(b, "| %s | %s | %.2f | %.2f | %.2f | %s |\n", c, ownS, etcd, api, own+etcd+api, otherS)
+		if len(m[KeyBench]) > 0 {
+			benchS = fmt.Sprintf("%.2f", median(m[KeyBench]))
+		}
+		fmt.Fprintf(b, "| %s | %s | %.2f | %.2f | %.2f | %s | %s |\n", c, ownS, etcd, api, own+etcd+api, otherS, benchS)
 	}
 	if len(byKind) == 0 {
 		return

@@ -248,9 +248,9 @@ func TestRenderCPU(t *testing.T) {
 			results: []result{{
 				Contender: KubeScheduler, Workload: "w",
 				CPU:       map[string]float64{KubeScheduler: 3, "etcd": 1, "kube-apiserver": 4},
-				WindowCPU: map[string]float64{KubeScheduler: 2, "etcd": 0.5, "kube-apiserver": 3, KeyOther: 0.25},
+				WindowCPU: map[string]float64{KubeScheduler: 2, "etcd": 0.5, "kube-apiserver": 3, KeyOther: 0.25, KeyBench: 0.125},
 			}},
-			want: "| kube-scheduler | 2.00 | 0.50 | 3.00 | 5.50 | 0.25 |\n",
+			want: "| kube-scheduler | 2.00 | 0.50 | 3.00 | 5.50 | 0.25 | 0.12 |\n",
 		},
 		"whole run without a window, median of three": {
 			results: []result{
@@ -259,14 +259,14 @@ func TestRenderCPU(t *testing.T) {
 				{Contender: Bindgate, Workload: "w", CPU: map[string]float64{Bindgate: 9, "etcd": 9, "kube-apiserver": 9}},
 				{Contender: Bindgate, Workload: "other", CPU: map[string]float64{Bindgate: 50, "etcd": 50, "kube-apiserver": 50}},
 			},
-			want: "| bindgate | 2.00 | 2.00 | 2.00 | 6.00 | – |\n",
+			want: "| bindgate | 2.00 | 2.00 | 2.00 | 6.00 | – | – |\n",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
 			renderCPU(&b, tc.results, "w")
-			const header = "|---|---|---|---|---|---|\n"
+			const header = "|---|---|---|---|---|---|---|\n"
 			got := b.String()
 			i := strings.Index(got, header)
 			if i < 0 {
