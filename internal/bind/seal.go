@@ -74,10 +74,6 @@ func Seal(uid types.UID, policy string) string {
 	return seal(m, uid, policy)
 }
 
-func sealWith(key []byte, uid types.UID, policy string) string {
-	return seal(hmac.New(sha256.New, key), uid, policy)
-}
-
 // seal writes (uid, policy) into m, a fresh or reset HMAC, and encodes its sum.
 func seal(m hash.Hash, uid types.UID, policy string) string {
 	m.Write([]byte("bindgate-seal-v1\x00"))

@@ -32,6 +32,11 @@ import (
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 )
 
+// sealWith is the seal of (uid, policy) under key, made with a fresh HMAC.
+func sealWith(key []byte, uid types.UID, policy string) string {
+	return seal(hmac.New(sha256.New, key), uid, policy)
+}
+
 // TestBoundBy: only the policy record bindgate sealed for this very pod
 // counts; whatever else a pod's owner writes yields no policy.
 func TestBoundBy(t *testing.T) {
