@@ -81,7 +81,7 @@ func TestReservationReleasedWhenPolicyGoes(t *testing.T) {
 	eventually(t, 10*time.Second, "bound by the lenient policy", func() (bool, error) {
 		return getPod(t, ns, "a").Spec.NodeName != "", nil
 	})
-	if !hasEvent(t, ns, "a", "ReservationReleased", "BindingPolicy "+strict+", which held it, was deleted; matching the pod again: now BindingPolicy "+lenient) {
+	if !waitForEvent(t, ns, "a", "ReservationReleased", "BindingPolicy "+strict+", which held it, was deleted; matching the pod again: now BindingPolicy "+lenient) {
 		t.Errorf("no ReservationReleased event naming the deleted policy; events: %v", events(t, ns, "a"))
 	}
 	p := getPod(t, ns, "a")

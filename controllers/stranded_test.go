@@ -99,7 +99,7 @@ func TestStrandedPodsRecovered(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(owned), &corev1.Pod{})
 		return apierrors.IsNotFound(err), nil
 	})
-	if !hasEvent(t, ns, "owned", bindgatev1alpha1.ReasonStranded, "pinned to node "+gone.Name+", which no longer exists; its ReplicaSet web-123 creates a new one") {
+	if !waitForEvent(t, ns, "owned", bindgatev1alpha1.ReasonStranded, "pinned to node "+gone.Name+", which no longer exists; its ReplicaSet web-123 creates a new one") {
 		t.Errorf("no Stranded event naming the node and the owner: %v", events(t, ns, "owned"))
 	}
 	strandedCondition := func(name string) *corev1.PodCondition {
@@ -119,7 +119,7 @@ func TestStrandedPodsRecovered(t *testing.T) {
 	eventually(t, 30*time.Second, "the pod that no longer fits told what to do", func() (bool, error) {
 		return strandedCondition(crowded.Name) != nil, nil
 	})
-	if !hasEvent(t, ns, "crowded", bindgatev1alpha1.ReasonStranded, "pinned to node "+full.Name+", where it no longer fits") {
+	if !waitForEvent(t, ns, "crowded", bindgatev1alpha1.ReasonStranded, "pinned to node "+full.Name+", where it no longer fits") {
 		t.Errorf("no Stranded event for the crowded pod: %v", events(t, ns, "crowded"))
 	}
 	for _, name := range []string{"unowned", "crowded"} {
