@@ -80,7 +80,7 @@ func TestHappyPath(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "Scheduled events", func() (bool, error) {
 		for _, pod := range listPods(t, ns) {
-			if !waitForEvent(t, ns, pod.Name, "Scheduled", fmt.Sprintf("Successfully assigned %s/%s to %s", ns, pod.Name, pod.Spec.NodeName)) {
+			if !hasEvent(t, ns, pod.Name, "Scheduled", fmt.Sprintf("Successfully assigned %s/%s to %s", ns, pod.Name, pod.Spec.NodeName)) {
 				return false, nil
 			}
 		}

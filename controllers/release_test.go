@@ -81,9 +81,9 @@ func TestReservationReleasedWhenPolicyGoes(t *testing.T) {
 	eventually(t, 10*time.Second, "bound by the lenient policy", func() (bool, error) {
 		return getPod(t, ns, "a").Spec.NodeName != "", nil
 	})
-	if !waitForEvent(t, ns, "a", "ReservationReleased", "BindingPolicy "+strict+", which held it, was deleted; matching the pod again: now BindingPolicy "+lenient) {
-		t.Errorf("no ReservationReleased event naming the deleted policy; events: %v", events(t, ns, "a"))
-	}
+	eventually(t, 10*time.Second, "a ReservationReleased event naming the deleted policy", func() (bool, error) {
+		return hasEvent(t, ns, "a", "ReservationReleased", "BindingPolicy "+strict+", which held it, was deleted; matching the pod again: now BindingPolicy "+lenient), nil
+	})
 	p := getPod(t, ns, "a")
 	if p.Annotations[bindgatev1alpha1.PolicyAnnotation] != lenient {
 		t.Errorf("bound under policy %q, want %q", p.Annotations[bindgatev1alpha1.PolicyAnnotation], lenient)

@@ -99,9 +99,9 @@ func TestStrandedPodsRecovered(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(owned), &corev1.Pod{})
 		return apierrors.IsNotFound(err), nil
 	})
-	if !waitForEvent(t, ns, "owned", bindgatev1alpha1.ReasonStranded, "pinned to node "+gone.Name+", which no longer exists; its ReplicaSet web-123 creates a new one") {
-		t.Errorf("no Stranded event naming the node and the owner: %v", events(t, ns, "owned"))
-	}
+	eventually(t, 10*time.Second, "a Stranded event naming the node and the owner", func() (bool, error) {
+		return hasEvent(t, ns, "owned", bindgatev1alpha1.ReasonStranded, "pinned to node "+gone.Name+", which no longer exists; its ReplicaSet web-123 creates a new one"), nil
+	})
 	strandedCondition := func(name string) *corev1.PodCondition {
 		for _, c := range getPod(t, ns, name).Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == bindgatev1alpha1.ReasonStranded {
@@ -119,9 +119,9 @@ func TestStrandedPodsRecovered(t *testing.T) {
 	eventually(t, 30*time.Second, "the pod that no longer fits told what to do", func() (bool, error) {
 		return strandedCondition(crowded.Name) != nil, nil
 	})
-	if !waitForEvent(t, ns, "crowded", bindgatev1alpha1.ReasonStranded, "pinned to node "+full.Name+", where it no longer fits") {
-		t.Errorf("no Stranded event for the crowded pod: %v", events(t, ns, "crowded"))
-	}
+	eventually(t, 10*time.Second, "a Stranded event for the crowded pod", func() (bool, error) {
+		return hasEvent(t, ns, "crowded", bindgatev1alpha1.ReasonStranded, "pinned to node "+full.Name+", where it no longer fits"), nil
+	})
 	for _, name := range []string{"unowned", "crowded"} {
 		if p := getPod(t, ns, name); p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 			t.Errorf("unowned pod %s bound to %q or deleted", name, p.Spec.NodeName)

@@ -354,20 +354,6 @@ func eventTimes(t *testing.T, ns, pod, reason string) int {
 	return n
 }
 
-// waitForEvent polls, for up to eventWait, until hasEvent holds: events
-// reach the API server through the recorder's broadcaster, after the
-// condition or deletion a test waited for, so a single read may come too
-// early.
-func waitForEvent(t *testing.T, ns, pod, reason, substr string) bool {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, eventWait, true,
-		func(context.Context) (bool, error) { return hasEvent(t, ns, pod, reason, substr), nil })
-	return err == nil
-}
-
-// eventWait bounds waitForEvent.
-const eventWait = 10 * time.Second
-
 func hasEvent(t *testing.T, ns, pod, reason, substr string) bool {
 	for _, e := range events(t, ns, pod) {
 		if strings.HasPrefix(e, reason+": ") && strings.Contains(e, substr) {
