@@ -48,11 +48,14 @@ var scheme = runtime.NewScheme()
 // gcPercent is the Go GC target bindgate runs with when GOGC is not set.
 // It holds what kube-scheduler holds (every pod and node, the scheduler
 // cache and snapshot) and some 10 MiB more (policies, CEL, webhooks,
-// ledger); at Go's default of 100 its peak RSS was 5-15% above
-// kube-scheduler's on the same workload, at 60 it is below, for some 15%
-// more of its own CPU per pod (docs/benchmarks.md). GOGC, and GOMEMLIMIT
-// (the chart sets it from the container's memory limit), override it.
-const gcPercent = 60
+// ledger). At Go's default of 100 its peak RSS was 5-15% above
+// kube-scheduler's on the same workload; at 60 it was below, but a
+// collector running that often made etcd and kube-apiserver beside it
+// spend 7-19% more CPU for the same requests. At 80 its peak RSS stays at
+// or below its baselines' on every workload of make bench
+// (docs/benchmarks.md). GOGC, and GOMEMLIMIT (the chart sets it from the
+// container's memory limit), override it.
+const gcPercent = 80
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
