@@ -49,10 +49,10 @@ var scheme = runtime.NewScheme()
 // It holds what kube-scheduler holds (every pod and node, the scheduler
 // cache and snapshot) and some 10 MiB more (policies, CEL, webhooks,
 // ledger). At Go's default of 100 its peak RSS was 5-15% above
-// kube-scheduler's on the same workload; at 60 it was below, but a
-// collector running that often made etcd and kube-apiserver beside it
-// spend 7-19% more CPU for the same requests. At 80 its peak RSS stays at
-// or below its baselines' on every workload of make bench
+// kube-scheduler's on the same workload. At 80 it is below its baselines'
+// on most of make bench's workloads and within a few MiB of them on the
+// rest, and its own CPU per pod is level with kube-scheduler's; at 60 it
+// had about 10 MiB more margin for 6-23% more of its own CPU
 // (docs/benchmarks.md). GOGC, and GOMEMLIMIT (the chart sets it from the
 // container's memory limit), override it.
 const gcPercent = 80
