@@ -57,6 +57,15 @@ var scheme = runtime.NewScheme()
 // container's memory limit), override it.
 const gcPercent = 80
 
+// applyGCTarget sets the GC target to gcPercent unless the environment
+// (lookup, os.LookupEnv in main) sets GOGC, which the runtime has already
+// applied. GOMEMLIMIT is the runtime's too and holds either way.
+func applyGCTarget(lookup func(string) (string, bool)) {
+	if _, set := lookup("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(bindgatev1alpha1.AddToScheme(scheme))
@@ -67,9 +76,7 @@ func main() {
 		// Client subcommands (bindgate explain, kubectl bindgate ...).
 		cmd.Main()
 	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
-	}
+	applyGCTarget(os.LookupEnv)
 	var opts options.Options
 	opts.AddFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
