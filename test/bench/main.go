@@ -696,6 +696,11 @@ leaderElection:
 	if proc != nil {
 		logf, _ := os.Create(filepath.Join(cp.dir, contender+".log"))
 		proc.Stdout, proc.Stderr = logf, logf
+		// Every contender maps its binary from the same page-cache state
+		// (evictPageCache): peak RSS counts the binary's mapped pages.
+		if err := evictPageCache(proc.Path); err != nil {
+			fmt.Fprintf(os.Stderr, "   peak RSS may count the binary's cached pages unevenly: %v\n", err)
+		}
 		if err := proc.Start(); err != nil {
 			return fail(err)
 		}
