@@ -80,7 +80,7 @@ func TestEvictPageCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := resident(t, path); got > pages/10 {
-		t.Errorf("after evictPageCache, %d of %d pages are still cached", got, pages)
+		t.Errorf("after evictPageCache, %d of %d pages are still cached (a tmpfs keeps them: is the repository on one?)", got, pages)
 	}
 	if err := evictPageCache(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("evictPageCache of a missing file: no error")
