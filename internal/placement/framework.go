@@ -173,6 +173,9 @@ type Placer struct {
 	// mu serialises scheduling cycles (Lock).
 	mu        sync.Mutex
 	nextStart int
+	// filterStatuses is findNodesThatPassFilters' per-node result,
+	// reused from cycle to cycle under mu.
+	filterStatuses []*fwk.Status
 }
 
 // New builds one framework per scoring strategy over one snapshot.

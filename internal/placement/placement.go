@@ -204,11 +204,18 @@ func (p *Placer) findNodesThatPassFilters(ctx context.Context, fw schedframework
 	}
 	want := numFeasibleNodesToFind(p.percentage, int32(n))
 	feasible := make([]fwk.NodeInfo, want)
+	// result has a slot per node, filled only for the nodes that fail:
+	// kube-scheduler allocates it every cycle; one cycle runs at a time
+	// (Lock), so bindgate keeps it and clears what the cycle wrote.
+	if cap(p.filterStatuses) < n {
+		p.filterStatuses = make([]*fwk.Status, n)
+	}
+	result := p.filterStatuses[:n]
+	defer clear(result)
 	var (
-		found  atomic.Int32
-		errMu  sync.Mutex
-		first  error
-		result = make([]*fwk.Status, n)
+		found atomic.Int32
+		errMu sync.Mutex
+		first error
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
