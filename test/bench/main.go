@@ -209,9 +209,13 @@ func main() {
 		profDir   = flag.String("profile-dir", "", "Also keep those kube-apiserver profiles in this directory.")
 		timeline  = flag.Duration("timeline", 0, "Every this often (e.g. 250ms), read kube-apiserver's count of completed pods/binding requests and log it beside the pods the bench's watch has seen bound: the API server's own timeline of the binds, to tell a lagging watch from a slow contender. Off by default: each read of /metrics costs the API server CPU.")
 		warmup    = flag.Bool("warmup", true, "Before measuring, run the first workload's first contender once and discard the result: here the first run of a bench process was often the slowest of its process, for every process of the machine (contender, etcd and kube-apiserver alike) and whichever contender it was, which biased the pair it fell in against that contender.")
+		pool      = flag.Bool("pool", false, "Run nothing: read the bench logs named as arguments (this program's standard output, e.g. go run ./test/bench ... | tee LOG) and print, per workload, each pair of a contender and its baseline pooled over every repetition of every log: the ratios, their median, the sign test's 95% interval for it, how many were above and below 1.0, and the peak RSS of both sides.")
 		running   = flag.Bool("allow-running", false, "Run even when a kube-apiserver, etcd, kube-scheduler or bindgate process is already running on this machine (by default the bench refuses: it would share the CPU with every contender).")
 	)
 	flag.Parse()
+	if *pool {
+		os.Exit(poolMain(flag.Args(), os.Stdout, os.Stderr))
+	}
 	if strays := strayProcesses("/proc", benchProcesses); len(strays) > 0 && !*running {
 		fmt.Fprintf(os.Stderr, "refusing to start: these processes would share the machine with every contender (an interrupted bench leaves its control plane running):\n  %s\nstop them, or pass -allow-running\n", strings.Join(strays, "\n  "))
 		os.Exit(2)

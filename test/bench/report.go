@@ -43,13 +43,18 @@ func median(xs []float64) float64 {
 }
 
 // medianInterval is a distribution-free confidence interval for the median
-// of the population xs were drawn from: the order statistics x(k) and
-// x(n+1-k) with the largest k whose coverage, 1 - 2·P(B < k) for B
-// binomial(n, ½), is at least 90%. ok is false below 5 values, where even
-// the smallest and largest value hold the median with less than 90%.
+// of the population xs were drawn from, at 90% (medianIntervalAt).
 func medianInterval(xs []float64) (lo, hi, coverage float64, ok bool) {
+	return medianIntervalAt(xs, 0.9)
+}
+
+// medianIntervalAt is the order statistics x(k) and x(n+1-k) with the
+// largest k whose coverage, 1 - 2·P(B < k) for B binomial(n, ½), is at
+// least level. ok is false when even the smallest and largest value hold
+// the median with less than level (below 5 values at 90%, 6 at 95%).
+func medianIntervalAt(xs []float64, level float64) (lo, hi, coverage float64, ok bool) {
 	n := len(xs)
-	if n < 5 {
+	if n == 0 {
 		return 0, 0, 0, false
 	}
 	s := append([]float64(nil), xs...)
@@ -60,11 +65,14 @@ func medianInterval(xs []float64) (lo, hi, coverage float64, ok bool) {
 	for j := 0; j < n/2; j++ {
 		below += c * p // P(B = j) = C(n, j) / 2^n
 		c = c * float64(n-j) / float64(j+1)
-		if cv := 1 - 2*below; cv >= 0.9 {
+		if cv := 1 - 2*below; cv >= level {
 			k, cov = j+1, cv
 		} else {
 			break
 		}
+	}
+	if k == 0 {
+		return 0, 0, 0, false
 	}
 	return s[k-1], s[n-k], cov, true
 }
