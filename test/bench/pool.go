@@ -93,8 +93,9 @@ func parseLog(r io.Reader, log int) ([]logRun, error) {
 
 // poolLogs pairs, within each log and repetition, each contender with its
 // baseline (pairs), and pools the ratios of every log per workload, in the
-// order the workloads first appear. The interval is the sign test's at
-// 95% (medianIntervalAt).
+// order the workloads first appear and, within one, the order of results.
+// The interval is the sign test's at 95% (medianIntervalAt). renderPairs
+// pairs one run's results with it too.
 func poolLogs(results []logRun) []pooled {
 	var order []string
 	pps := map[string]map[string]map[pairKey]logRun{} // workload, contender, pair

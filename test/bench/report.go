@@ -339,37 +339,21 @@ var pairs = []struct{ contender, baseline, name string }{
 // machine, while the medians of the table above may come from different
 // ones.
 func renderPairs(b *strings.Builder, results []result, workload string) {
-	pps := map[string]map[int]float64{}
+	var runs []logRun
 	for _, r := range results {
-		if r.Workload != workload || r.Err != "" || r.PodsPerSec == 0 {
-			continue
+		if r.Workload == workload && r.Err == "" {
+			runs = append(runs, logRun{Rep: r.Rep, Workload: r.Workload, Contender: r.Contender, PodsPerSec: r.PodsPerSec, PeakRSSMiB: r.PeakRSSMiB})
 		}
-		if pps[r.Contender] == nil {
-			pps[r.Contender] = map[int]float64{}
-		}
-		pps[r.Contender][r.Rep] = r.PodsPerSec
 	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Rep < runs[j].Rep })
 	var lines []string
-	for _, p := range pairs {
-		var reps []int
-		for rep := range pps[p.contender] {
-			if _, ok := pps[p.baseline][rep]; ok {
-				reps = append(reps, rep)
-			}
+	for _, p := range poolLogs(runs) {
+		parts := make([]string, len(p.Ratios))
+		for i, r := range p.Ratios {
+			parts[i] = fmt.Sprintf("%.2f", r)
 		}
-		if len(reps) == 0 {
-			continue
-		}
-		sort.Ints(reps)
-		var ratios []float64
-		var parts []string
-		for _, rep := range reps {
-			r := pps[p.contender][rep] / pps[p.baseline][rep]
-			ratios = append(ratios, r)
-			parts = append(parts, fmt.Sprintf("%.2f", r))
-		}
-		line := fmt.Sprintf("%s: %s (median %.2f", p.name, strings.Join(parts, ", "), median(ratios))
-		if lo, hi, cov, ok := medianInterval(ratios); ok {
+		line := fmt.Sprintf("%s: %s (median %.2f", p.Name, strings.Join(parts, ", "), median(p.Ratios))
+		if lo, hi, cov, ok := medianInterval(p.Ratios); ok {
 			line += fmt.Sprintf("; %.2f–%.2f holds the median with %.0f%% confidence", lo, hi, 100*math.Floor(100*cov)/100)
 		}
 		lines = append(lines, line+")")
