@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -30,6 +31,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	v1helper "k8s.io/kubernetes/pkg/apis/core/v1/helper"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -112,6 +115,13 @@ func newPlacer(t testing.TB, percentage int32, nodes []*corev1.Node, bound []*co
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	if _, ok := t.(*testing.B); ok {
+		// A benchmark prints every log line, and the framework logs one
+		// per profile it builds ("Disabling signatures ...").
+		ctx = klog.NewContext(ctx, logr.Discard())
+	} else {
+		ctx = klog.NewContext(ctx, ktesting.NewLogger(t, ktesting.NewConfig()))
+	}
 	c := cache.New(ctx, nil)
 	for _, n := range nodes {
 		c.UpsertNode(n)
