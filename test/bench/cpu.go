@@ -245,11 +245,23 @@ var benchProcesses = []string{"kube-apiserver", "etcd", "kube-scheduler", "bindg
 // strayProcesses lists the running processes whose program is one of
 // names, as "PID program", reading /proc (nil elsewhere).
 func strayProcesses(proc string, names []string) []string {
+	var out []string
+	for prog, pids := range processPIDs(proc, names) {
+		for _, pid := range pids {
+			out = append(out, fmt.Sprintf("%d %s", pid, prog))
+		}
+	}
+	return out
+}
+
+// processPIDs finds, under proc (/proc), the processes other than the
+// bench whose program (argv[0]'s base name) is one of names, by name.
+func processPIDs(proc string, names []string) map[string][]int {
 	entries, err := os.ReadDir(proc)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	out := map[string][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -261,8 +273,76 @@ func strayProcesses(proc string, names []string) []string {
 		}
 		argv0, _, _ := bytes.Cut(raw, []byte{0})
 		if prog := filepath.Base(string(argv0)); slices.Contains(names, prog) {
-			out = append(out, fmt.Sprintf("%d %s", pid, prog))
+			out[prog] = append(out[prog], pid)
 		}
+	}
+	return out
+}
+
+// activity counts, for each named process, what the kernel counted of its
+// system calls and scheduling so far, summed over its threads: "NAME
+// reads" and "NAME writes" are its read and write system calls (syscr and
+// syscw of /proc/PID/io), "NAME switches" its context switches, voluntary
+// and not (/proc/PID/task/*/status). These show how many times a process
+// was woken and wrote for the same requests, which CPU per pod alone does
+// not: a process fed a steady trickle of requests sends and wakes once per
+// request, one fed bursts once per burst.
+func activity(proc string, pids map[string]int) map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range pids {
+		dir := filepath.Join(proc, strconv.Itoa(pid))
+		if io, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
+			for key, field := range map[string]string{"reads": "syscr", "writes": "syscw"} {
+				if v, ok := statusField(io, field); ok {
+					out[name+" "+key] = v
+				}
+			}
+		}
+		tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+		if err != nil {
+			continue
+		}
+		var switches float64
+		for _, t := range tasks {
+			status, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status"))
+			if err != nil {
+				continue // the thread ended meanwhile
+			}
+			for _, field := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+				if v, ok := statusField(status, field); ok {
+					switches += v
+				}
+			}
+		}
+		out[name+" switches"] = switches
+	}
+	return out
+}
+
+// statusField reads a "key: value" line of a /proc file.
+func statusField(data []byte, key string) (float64, bool) {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == key {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// controlPlanePIDs names the running kube-apiserver and etcd (one each:
+// a second one of either is left out, as its counts could not be told
+// apart), the contender's process when it has one, and the bench's own.
+func controlPlanePIDs(proc, contender string, pid int) map[string]int {
+	out := map[string]int{KeyBench: os.Getpid()}
+	for prog, pids := range processPIDs(proc, []string{"kube-apiserver", "etcd"}) {
+		if len(pids) == 1 {
+			out[prog] = pids[0]
+		}
+	}
+	if pid > 0 {
+		out[contender] = pid
 	}
 	return out
 }

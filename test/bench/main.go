@@ -115,6 +115,9 @@ type result struct {
 	// the window pods/s is measured over: without the contender's start
 	// (its informers' lists, cache sync), which CPU counts.
 	WindowCPU map[string]float64
+	// WindowActivity is, over the same window, each process's read and
+	// write system calls and context switches per bound pod (activity).
+	WindowActivity map[string]float64
 	// APIServerByKind splits kube-apiserver's CPU milliseconds per bound
 	// pod by request kind, in the shares a 5 s CPU profile of it found
 	// (first repetition only).
@@ -296,6 +299,9 @@ func main() {
 				fmt.Printf("   API server time per write: %s\n", strings.Join(lat, ", "))
 				fmt.Printf("   CPU ms per bound pod: %s\n", formatMap(r.CPU, "%.2f"))
 				fmt.Printf("   CPU ms per bound pod, first bind to last: %s\n", formatMap(r.WindowCPU, "%.2f"))
+				if len(r.WindowActivity) > 0 {
+					fmt.Printf("   system calls and context switches per bound pod, first bind to last: %s\n", formatMap(r.WindowActivity, "%.1f"))
+				}
 				fmt.Printf("   etcd reads of a pod per bound pod: %.3f\n", r.EtcdPodReadsPerPod)
 				fmt.Printf("   etcd's work per bound pod: %s\n", formatMap(r.EtcdPerPod, "%.2f"))
 				if len(r.Timeline) > 0 {
@@ -728,8 +734,9 @@ leaderElection:
 	// The CPU used so far at the first bind, to measure it over the same
 	// window as pods/s.
 	type firstBind struct {
-		cpu   cpuSnapshot
-		bound int // pods bound when cpu was read
+		cpu      cpuSnapshot
+		activity map[string]float64
+		bound    int // pods bound when cpu was read
 	}
 	atFirstBind := make(chan firstBind, 1)
 	go func() {
@@ -742,7 +749,8 @@ leaderElection:
 		if m, err := cp.apiMetrics(ctx); err == nil {
 			s = cp.cpu(ctx, m, contender, pid)
 		}
-		atFirstBind <- firstBind{cpu: s, bound: int(tr.count.Load())}
+		act := activity("/proc", controlPlanePIDs("/proc", contender, pid))
+		atFirstBind <- firstBind{cpu: s, activity: act, bound: int(tr.count.Load())}
 	}()
 	profiled := make(chan map[string]float64, 1)
 	if rc.apiProfile {
@@ -804,9 +812,11 @@ leaderElection:
 	res.EtcdPodReadsPerPod = (etcdPodReads(apiAfter) - etcdPodReads(apiBefore)) / float64(want)
 	res.EtcdPerPod = perPodCounts(etcdBefore, cp.etcdWork(ctx), want)
 	cpuAfter := cp.cpu(ctx, apiAfter, contender, pid)
+	actAfter := activity("/proc", controlPlanePIDs("/proc", contender, pid))
 	res.CPU = perPod(cpuBefore, cpuAfter, want)
 	fb := <-atFirstBind
 	res.WindowCPU = perPod(fb.cpu, cpuAfter, want-fb.bound)
+	res.WindowActivity = perPodCounts(fb.activity, actAfter, want-fb.bound)
 	if proc != nil {
 		res.PeakRSSMiB = peakRSS(proc.Process.Pid)
 	}

@@ -294,15 +294,26 @@ func TestPerPod(t *testing.T) {
 // whatever its directory and arguments; other programs, and entries that
 // are not processes, are not.
 func TestStrayProcesses(t *testing.T) {
-	proc := t.TempDir()
-	for pid, cmdline := range map[string]string{
+	proc := fakeProc(t, map[string]string{
 		"101":  "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
 		"102":  "/work/main/bin/etcd\x00--data-dir=/tmp/x\x00",
 		"103":  "/usr/bin/bash\x00/work/main/bin/etcd\x00",
 		"104":  "bindgate-helper\x00",
 		"105":  "",
 		"self": "/work/main/bin/bindgate\x00",
-	} {
+	})
+	got := strayProcesses(proc, benchProcesses)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"101 kube-apiserver", "102 etcd"}, got); diff != "" {
+		t.Errorf("strayProcesses (-want +got):\n%s", diff)
+	}
+}
+
+// fakeProc is a /proc of processes with the given command lines, by PID.
+func fakeProc(t *testing.T, cmdlines map[string]string) string {
+	t.Helper()
+	proc := t.TempDir()
+	for pid, cmdline := range cmdlines {
 		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -310,10 +321,47 @@ func TestStrayProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := strayProcesses(proc, benchProcesses)
-	slices.Sort(got)
-	if diff := cmp.Diff([]string{"101 kube-apiserver", "102 etcd"}, got); diff != "" {
-		t.Errorf("strayProcesses (-want +got):\n%s", diff)
+	return proc
+}
+
+// TestActivity: read and write system calls from /proc/PID/io, context
+// switches summed over every thread; a process whose files are missing
+// has no counts.
+func TestActivity(t *testing.T) {
+	proc := t.TempDir()
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(proc, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, path), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("201/io", "rchar: 100\nwchar: 200\nsyscr: 31\nsyscw: 47\nread_bytes: 0\n")
+	write("201/task/201/status", "Name:\tetcd\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n")
+	write("201/task/205/status", "Name:\tetcd\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t1\n")
+	write("202/task/202/status", "Name:\tkube-apiserver\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t0\n")
+	got := activity(proc, map[string]int{"etcd": 201, "kube-apiserver": 202, "gone": 299})
+	want := map[string]float64{"etcd reads": 31, "etcd writes": 47, "etcd switches": 20, "kube-apiserver switches": 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("activity (-want +got):\n%s", diff)
+	}
+}
+
+// TestControlPlanePIDs: one kube-apiserver and one etcd are named, a
+// program that runs twice is not (its counts could not be told apart),
+// and the contender and the bench are added.
+func TestControlPlanePIDs(t *testing.T) {
+	proc := fakeProc(t, map[string]string{
+		"301": "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
+		"302": "/work/main/bin/etcd\x00",
+		"303": "/work/other/bin/etcd\x00",
+	})
+	got := controlPlanePIDs(proc, "bindgate", 400)
+	want := map[string]int{"kube-apiserver": 301, "bindgate": 400, KeyBench: os.Getpid()}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("controlPlanePIDs (-want +got):\n%s", diff)
 	}
 }
 
