@@ -291,9 +291,9 @@ func activity(proc string, pids map[string]int) map[string]float64 {
 	out := map[string]float64{}
 	for name, pid := range pids {
 		dir := filepath.Join(proc, strconv.Itoa(pid))
-		if io, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
+		if ioStats, err := os.ReadFile(filepath.Join(dir, "io")); err == nil {
 			for key, field := range map[string]string{"reads": "syscr", "writes": "syscw"} {
-				if v, ok := statusField(io, field); ok {
+				if v, ok := procNumber(ioStats, field); ok {
 					out[name+" "+key] = v
 				}
 			}
@@ -309,7 +309,7 @@ func activity(proc string, pids map[string]int) map[string]float64 {
 				continue // the thread ended meanwhile
 			}
 			for _, field := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
-				if v, ok := statusField(status, field); ok {
+				if v, ok := procNumber(status, field); ok {
 					switches += v
 				}
 			}
@@ -319,16 +319,25 @@ func activity(proc string, pids map[string]int) map[string]float64 {
 	return out
 }
 
-// statusField reads a "key: value" line of a /proc file.
-func statusField(data []byte, key string) (float64, bool) {
+// procField reads the value of a "key: value" line of a /proc file
+// (status, io), spaces trimmed.
+func procField(data []byte, key string) (string, bool) {
 	for line := range strings.SplitSeq(string(data), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && k == key {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return f, err == nil
+		if k, v, ok := strings.Cut(line, ":"); ok && k == key {
+			return strings.TrimSpace(v), true
 		}
 	}
-	return 0, false
+	return "", false
+}
+
+// procNumber is procField's value as a number.
+func procNumber(data []byte, key string) (float64, bool) {
+	v, ok := procField(data, key)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return f, err == nil
 }
 
 // controlPlanePIDs names the running kube-apiserver and etcd (one each:

@@ -1023,14 +1023,12 @@ func peakRSS(pid int) float64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
+	v, ok := procField(data, "VmHWM")
+	if !ok {
+		return 0
 	}
-	return 0
+	kb, _ := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64)
+	return kb / 1024
 }
 
 // phaseMeans scrapes bindgate's metrics for the mean duration of each

@@ -295,12 +295,12 @@ func TestPerPod(t *testing.T) {
 // are not processes, are not.
 func TestStrayProcesses(t *testing.T) {
 	proc := fakeProc(t, map[string]string{
-		"101":  "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
-		"102":  "/work/main/bin/etcd\x00--data-dir=/tmp/x\x00",
-		"103":  "/usr/bin/bash\x00/work/main/bin/etcd\x00",
-		"104":  "bindgate-helper\x00",
-		"105":  "",
-		"self": "/work/main/bin/bindgate\x00",
+		"101/cmdline":  "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
+		"102/cmdline":  "/work/main/bin/etcd\x00--data-dir=/tmp/x\x00",
+		"103/cmdline":  "/usr/bin/bash\x00/work/main/bin/etcd\x00",
+		"104/cmdline":  "bindgate-helper\x00",
+		"105/cmdline":  "",
+		"self/cmdline": "/work/main/bin/bindgate\x00",
 	})
 	got := strayProcesses(proc, benchProcesses)
 	slices.Sort(got)
@@ -309,15 +309,16 @@ func TestStrayProcesses(t *testing.T) {
 	}
 }
 
-// fakeProc is a /proc of processes with the given command lines, by PID.
-func fakeProc(t *testing.T, cmdlines map[string]string) string {
+// fakeProc is a /proc holding the given files, by path under it
+// ("101/cmdline", "201/task/201/status").
+func fakeProc(t *testing.T, files map[string]string) string {
 	t.Helper()
 	proc := t.TempDir()
-	for pid, cmdline := range cmdlines {
-		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(proc, path)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(proc, pid, "cmdline"), []byte(cmdline), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(proc, path), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,20 +329,12 @@ func fakeProc(t *testing.T, cmdlines map[string]string) string {
 // switches summed over every thread; a process whose files are missing
 // has no counts.
 func TestActivity(t *testing.T) {
-	proc := t.TempDir()
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(proc, path)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(proc, path), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("201/io", "rchar: 100\nwchar: 200\nsyscr: 31\nsyscw: 47\nread_bytes: 0\n")
-	write("201/task/201/status", "Name:\tetcd\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n")
-	write("201/task/205/status", "Name:\tetcd\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t1\n")
-	write("202/task/202/status", "Name:\tkube-apiserver\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t0\n")
+	proc := fakeProc(t, map[string]string{
+		"201/io":              "rchar: 100\nwchar: 200\nsyscr: 31\nsyscw: 47\nread_bytes: 0\n",
+		"201/task/201/status": "Name:\tetcd\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n",
+		"201/task/205/status": "Name:\tetcd\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t1\n",
+		"202/task/202/status": "Name:\tkube-apiserver\nvoluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t0\n",
+	})
 	got := activity(proc, map[string]int{"etcd": 201, "kube-apiserver": 202, "gone": 299})
 	want := map[string]float64{"etcd reads": 31, "etcd writes": 47, "etcd switches": 20, "kube-apiserver switches": 5}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -354,9 +347,9 @@ func TestActivity(t *testing.T) {
 // and the contender and the bench are added.
 func TestControlPlanePIDs(t *testing.T) {
 	proc := fakeProc(t, map[string]string{
-		"301": "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
-		"302": "/work/main/bin/etcd\x00",
-		"303": "/work/other/bin/etcd\x00",
+		"301/cmdline": "/work/main/bin/kube-apiserver\x00--secure-port=1\x00",
+		"302/cmdline": "/work/main/bin/etcd\x00",
+		"303/cmdline": "/work/other/bin/etcd\x00",
 	})
 	got := controlPlanePIDs(proc, "bindgate", 400)
 	want := map[string]int{"kube-apiserver": 301, "bindgate": 400, KeyBench: os.Getpid()}
@@ -556,5 +549,13 @@ func TestRenderWarmUp(t *testing.T) {
 				t.Errorf("report says a warm-up failed:\n%s", got)
 			}
 		})
+	}
+}
+
+// TestPeakRSS: the bench's own VmHWM ("NNN kB" in /proc/self/status) reads
+// as a positive number of MiB.
+func TestPeakRSS(t *testing.T) {
+	if got := peakRSS(os.Getpid()); got <= 0 {
+		t.Errorf("peakRSS of the test process = %v MiB, want > 0", got)
 	}
 }
