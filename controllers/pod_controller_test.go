@@ -479,6 +479,46 @@ func TestPodDeletedWhileReserved(t *testing.T) {
 	waitReservationsEmpty(t, pname)
 }
 
+// TestStaleRecordOfABoundPod: a record of a pod that is bound elsewhere
+// (left by a replica that placed the pod too and recorded it after the
+// other's bind and release, its watch cut meanwhile) holds nothing: the
+// operator releases it as soon as it sees it, rather than keeping that
+// node's capacity held in the status for good.
+func TestStaleRecordOfABoundPod(t *testing.T) {
+	startManager(t, 4)
+	pname := uniq("stale")
+	pool(t, pname)
+	nodes := []string{uniq(pname), uniq(pname)}
+	for _, n := range nodes {
+		newNode(n).label("pool", pname).create(t)
+	}
+	ns := namespace(t, nil)
+	newPod(ns, "bound").policy(pname).req(corev1.ResourceCPU, "1").create(t)
+	eventually(t, 20*time.Second, "pod bound", func() (bool, error) { return getPod(t, ns, "bound").Spec.NodeName != "", nil })
+	waitReservationsEmpty(t, pname)
+	pod := getPod(t, ns, "bound")
+	other := nodes[0]
+	if pod.Spec.NodeName == other {
+		other = nodes[1]
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &bindgatev1alpha1.BindingPolicy{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: pname}, p); err != nil {
+			return err
+		}
+		p.Status.Reservations = append(p.Status.Reservations, bindgatev1alpha1.Reservation{
+			PodNamespace: ns, PodName: pod.Name, PodUID: pod.UID, Node: other,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ReservedAt: metav1.Now(),
+		})
+		p.Status.ReservedPods = int32(len(p.Status.Reservations))
+		return env.Client.Status().Update(context.Background(), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReservationsEmpty(t, pname)
+}
+
 func TestNodeCordonedBetweenReserveAndBind(t *testing.T) {
 	startManager(t, 4)
 	pname := uniq("cordon")

@@ -42,6 +42,7 @@ import (
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/clock"
 
+	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/metrics"
 )
@@ -63,6 +64,9 @@ type entry struct {
 	releasedAt time.Time
 	// reservedAt is when the reservation was taken (or recorded).
 	reservedAt time.Time
+	// recorded: the reservation was counted from a policy's status (another
+	// replica's record, or this process's before a restart).
+	recorded bool
 }
 
 // nodeTotals is the resource total on a node: Reserve's fit check.
@@ -82,6 +86,10 @@ type Reservation struct {
 	// ReservedAt is when the reservation was taken; the permit deadline
 	// counts from it.
 	ReservedAt time.Time
+	// Recorded says the reservation was counted from a policy's status
+	// (another replica's record, or this process's before a restart), not
+	// taken by this process.
+	Recorded bool
 }
 
 // Cache is safe for concurrent use.
@@ -162,6 +170,11 @@ func (c *Cache) NodeCount() int {
 
 func (e *entry) counted() bool { return e.bound || e.reserved || !e.releasedAt.IsZero() }
 
+// knownBound says whether the pod is known bound to e.node: the informer
+// shows it, this process bound it, or a live read showed it bound. A bound
+// pod never moves.
+func (e *entry) knownBound() bool { return e.bound || (!e.reserved && !e.releasedAt.IsZero()) }
+
 func (nt *nodeTotals) add(req *framework.Resource, sign int64) {
 	nt.requested.AddResource(req, sign)
 	nt.pods += sign
@@ -218,7 +231,7 @@ func (c *Cache) Reserved(uid types.UID) (Reservation, bool) {
 func (e *entry) reservation(uid types.UID) Reservation {
 	return Reservation{
 		Pod: types.NamespacedName{Namespace: e.pod.Namespace, Name: e.pod.Name}, UID: uid,
-		Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt,
+		Node: e.node, Policy: e.policy, ReservedAt: e.reservedAt, Recorded: e.recorded,
 	}
 }
 
@@ -242,7 +255,7 @@ func (c *Cache) RecentlyBound(uid types.UID) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.pods[uid]
-	return ok && (e.bound || (!e.reserved && !e.releasedAt.IsZero()))
+	return ok && e.knownBound()
 }
 
 // PolicyUsed is what a policy holds: reserved plus bound by it.
@@ -260,23 +273,81 @@ func (c *Cache) Overcommitted(node string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	nt, ok := c.nodes[node]
-	if !ok || nt.allocatable == nil {
+	if !ok {
+		return nil
+	}
+	return nt.over(&nt.requested, nt.pods)
+}
+
+// OvercommittedWith lists the resources node is overcommitted on once
+// everything that holds capacity on it by the API server's word is counted:
+// records is a policy's status.reservations as just read, bound the pods
+// the API server listed on node just after. Besides what the cache counts
+// there, a record of node (or a bound pod) adds its requests when the cache
+// counts its pod nowhere or elsewhere: a pod this process reserved on one
+// node while another replica recorded it on this one, or a reservation
+// released here a moment ago (two pods, two holds; one of them is about to
+// be refused). A record of a pod known bound elsewhere holds nothing, nor
+// one of a pod deleted. All is read under one lock: a release that lands
+// meanwhile cannot make the node look freer than it is.
+func (c *Cache) OvercommittedWith(node string, records []bindgatev1alpha1.Reservation, bound []corev1.Pod) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	nt, ok := c.nodes[node]
+	if !ok {
+		return nil
+	}
+	requested, pods := nt.requested.Clone(), nt.pods
+	countedHere := func(uid types.UID) bool {
+		e, ok := c.pods[uid]
+		return ok && e.counted() && e.node == node
+	}
+	added := map[types.UID]bool{}
+	for i := range records {
+		r := &records[i]
+		if r.Node != node || countedHere(r.PodUID) {
+			continue
+		}
+		if _, gone := c.deleted[r.PodUID]; gone {
+			continue
+		}
+		if e, ok := c.pods[r.PodUID]; ok && e.knownBound() {
+			continue
+		}
+		requested.Add(r.Resources)
+		pods++
+		added[r.PodUID] = true
+	}
+	for i := range bound {
+		p := &bound[i]
+		if p.Spec.NodeName != node || isTerminal(p) || added[p.UID] || countedHere(p.UID) {
+			continue
+		}
+		requested.AddResource(framework.PodRequests(p), 1)
+		pods++
+	}
+	return nt.over(requested, pods)
+}
+
+// over lists the resources that requested (pods pods) takes the node past.
+func (nt *nodeTotals) over(requested *framework.Resource, pods int64) []string {
+	if nt.allocatable == nil {
 		return nil
 	}
 	var out []string
-	if nt.pods > nt.allocatable.AllowedPodNumber {
+	if pods > nt.allocatable.AllowedPodNumber {
 		out = append(out, "pods")
 	}
-	if nt.requested.MilliCPU > nt.allocatable.MilliCPU {
+	if requested.MilliCPU > nt.allocatable.MilliCPU {
 		out = append(out, "cpu")
 	}
-	if nt.requested.Memory > nt.allocatable.Memory {
+	if requested.Memory > nt.allocatable.Memory {
 		out = append(out, "memory")
 	}
-	if nt.requested.EphemeralStorage > nt.allocatable.EphemeralStorage {
+	if requested.EphemeralStorage > nt.allocatable.EphemeralStorage {
 		out = append(out, "ephemeral-storage")
 	}
-	for k, v := range nt.requested.Scalar {
+	for k, v := range requested.Scalar {
 		if v > nt.allocatable.Scalar[k] {
 			out = append(out, string(k))
 		}

@@ -437,3 +437,202 @@ func TestInsufficient(t *testing.T) {
 		t.Errorf("second gpu pod: %v, want Insufficient example.com/gpu", err)
 	}
 }
+
+// TestRecordOfABoundPod: a record read from a policy's status for a pod
+// known bound holds nothing there, and is void (the caller releases it)
+// when the pod is bound to another node; a record on the pod's own node is
+// left to its binder's release.
+func TestRecordOfABoundPod(t *testing.T) {
+	type result struct {
+		Void bool
+		CPU  map[string]int64
+	}
+	onN1 := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.Spec.NodeName = "n1"; return p }
+	cases := map[string]struct {
+		state func(c *Cache, p *corev1.Pod)
+		node  string // the record's
+		want  result
+	}{
+		"shown bound by the informer, recorded on another node": {
+			state: func(c *Cache, p *corev1.Pod) { c.UpsertPod(onN1(p)) },
+			node:  "n2",
+			want:  result{Void: true, CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"shown bound by the informer, recorded on its node: its binder's to release": {
+			state: func(c *Cache, p *corev1.Pod) { c.UpsertPod(onN1(p)) },
+			node:  "n1",
+			want:  result{CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"bound by this process, recorded on another node": {
+			state: func(c *Cache, p *corev1.Pod) {
+				_ = c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{})
+				c.Unreserve(p.UID, true)
+			},
+			node: "n2",
+			want: result{Void: true, CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"bound by this process, its own record": {
+			state: func(c *Cache, p *corev1.Pod) {
+				_ = c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{})
+				c.Unreserve(p.UID, true)
+			},
+			node: "n1",
+			want: result{CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"seen bound by a live read on another node": {
+			state: func(c *Cache, p *corev1.Pod) { c.CountBound(onN1(p)) },
+			node:  "n2",
+			want:  result{Void: true, CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"reserved by this process on another node: not bound, not void": {
+			state: func(c *Cache, p *corev1.Pod) {
+				_ = c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{})
+			},
+			node: "n2",
+			want: result{CPU: map[string]int64{"n1": 1000, "n2": 0}},
+		},
+		"unknown: counted on the recorded node": {
+			state: func(*Cache, *corev1.Pod) {},
+			node:  "n2",
+			want:  result{CPU: map[string]int64{"n1": 0, "n2": 1000}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := New(context.Background(), nil)
+			c.UpsertNode(testNode("n1", "4"))
+			c.UpsertNode(testNode("n2", "4"))
+			p := testPod("a", "1")
+			tc.state(c, p)
+			r := &bindgatev1alpha1.Reservation{PodNamespace: p.Namespace, PodName: p.Name, PodUID: p.UID, Node: tc.node,
+				Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+			got := result{Void: c.AddRecorded("p", r, nil), CPU: map[string]int64{"n1": requestedCPU(c, "n1"), "n2": requestedCPU(c, "n2")}}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOvercommittedWith: the ledger's check before a write with several
+// replicas active counts, on the node in question, every record of it in
+// the status and every pod the API server lists bound there that the cache
+// does not count there already; records of pods known bound elsewhere or
+// deleted hold nothing.
+func TestOvercommittedWith(t *testing.T) {
+	// n1 has 2 CPUs; the cache holds "mine" (1 CPU) on n1 and "w" (600m),
+	// this process's own reservation, on n2.
+	rec := func(name, node, cpu string) bindgatev1alpha1.Reservation {
+		return bindgatev1alpha1.Reservation{PodNamespace: "ns", PodName: name, PodUID: types.UID("uid-" + name), Node: node,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+	}
+	bound := func(name, node, cpu string) corev1.Pod {
+		p := testPod(name, cpu)
+		p.Spec.NodeName = node
+		return *p
+	}
+	cases := map[string]struct {
+		state   func(c *Cache)
+		records []bindgatev1alpha1.Reservation
+		bound   []corev1.Pod
+		want    []string
+	}{
+		"room left": {},
+		"the other replica's record of a pod the cache counts elsewhere": {
+			records: []bindgatev1alpha1.Reservation{rec("w", "n1", "1100m")},
+			want:    []string{"cpu"},
+		},
+		"a record the cache counts on this node already": {
+			records: []bindgatev1alpha1.Reservation{rec("mine", "n1", "1")},
+		},
+		"a record of a pod the cache does not count (released meanwhile)": {
+			records: []bindgatev1alpha1.Reservation{rec("gone-from-memory", "n1", "1100m")},
+			want:    []string{"cpu"},
+		},
+		"a record of a pod known bound elsewhere": {
+			state:   func(c *Cache) { c.UpsertPod(ptr(bound("b", "n2", "1100m"))) },
+			records: []bindgatev1alpha1.Reservation{rec("b", "n1", "1100m")},
+		},
+		"a record of a deleted pod": {
+			state:   func(c *Cache) { c.DeletePod("uid-d") },
+			records: []bindgatev1alpha1.Reservation{rec("d", "n1", "1100m")},
+		},
+		"a record of another node": {
+			records: []bindgatev1alpha1.Reservation{rec("x", "n2", "1100m")},
+		},
+		"a pod listed bound here that the cache counts elsewhere": {
+			bound: []corev1.Pod{bound("w", "n1", "1100m")},
+			want:  []string{"cpu"},
+		},
+		"a pod listed bound here and recorded here counts once": {
+			records: []bindgatev1alpha1.Reservation{rec("y", "n1", "600m")},
+			bound:   []corev1.Pod{bound("y", "n1", "600m")},
+		},
+		"a pod listed bound here that ended holds nothing": {
+			bound: []corev1.Pod{func() corev1.Pod {
+				p := bound("z", "n1", "1100m")
+				p.Status.Phase = corev1.PodSucceeded
+				return p
+			}()},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := New(context.Background(), nil)
+			c.UpsertNode(testNode("n1", "2"))
+			c.UpsertNode(testNode("n2", "4"))
+			for _, p := range []struct{ name, node, cpu string }{{"mine", "n1", "1"}, {"w", "n2", "600m"}} {
+				pod := testPod(p.name, p.cpu)
+				if err := c.Reserve(pod, framework.PodRequests(pod), p.node, testPolicy, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.state != nil {
+				tc.state(c)
+			}
+			got := c.OvercommittedWith("n1", tc.records, tc.bound)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("overcommitted on (-want +got):\n%s", diff)
+			}
+			if got := requestedCPU(c, "n1"); got != 1000 {
+				t.Errorf("the check changed the cache: n1 has %dm requested, want 1000m", got)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestReserveRefusesARecordedReservation: a pod held by a reservation
+// counted from a policy's status (another replica's record, arrived while
+// this process placed the pod) is not taken as this process's own, on its
+// node or another; one taken again as it was (MarkRecorded) stays refused.
+func TestReserveRefusesARecordedReservation(t *testing.T) {
+	for name, node := range map[string]string{"same node": "n1", "another node": "n2"} {
+		t.Run(name, func(t *testing.T) {
+			c := New(context.Background(), nil)
+			c.UpsertNode(testNode("n1", "4"))
+			c.UpsertNode(testNode("n2", "4"))
+			p := testPod("a", "1")
+			c.AddRecorded("p", &bindgatev1alpha1.Reservation{PodNamespace: p.Namespace, PodName: p.Name, PodUID: p.UID, Node: "n1",
+				Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, nil)
+			if err := c.Reserve(p, framework.PodRequests(p), node, testPolicy, time.Time{}); !errors.Is(err, ErrRecorded) {
+				t.Fatalf("Reserve: %v, want ErrRecorded", err)
+			}
+			if res, held := c.Reserved(p.UID); !held || !res.Recorded || res.Node != "n1" {
+				t.Fatalf("Reserved = %+v, %v; want the record on n1", res, held)
+			}
+			c.Unreserve(p.UID, false)
+			if err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			c.MarkRecorded(p.UID)
+			if err := c.Reserve(p, framework.PodRequests(p), "n1", testPolicy, time.Time{}); !errors.Is(err, ErrRecorded) {
+				t.Fatalf("Reserve after MarkRecorded: %v, want ErrRecorded", err)
+			}
+			if got := requestedCPU(c, "n1") + requestedCPU(c, "n2"); got != 1000 {
+				t.Errorf("requested %dm in all, want 1000m", got)
+			}
+		})
+	}
+}

@@ -46,6 +46,13 @@ var ErrBound = errors.New("the pod is already bound")
 // before must not reserve capacity for it (nothing would release it).
 var ErrDeleted = errors.New("the pod was deleted")
 
+// ErrRecorded means the pod is held by a reservation counted from a
+// policy's status (another replica's record): this process must not take it
+// as its own (its failure would release the other's record, and the other
+// may be binding the pod). The pod's next cycle goes on from that
+// reservation.
+var ErrRecorded = errors.New("the pod is held by a recorded reservation")
+
 // UnfitError says why a reservation could not be taken.
 type UnfitError struct{ Reasons []string }
 
@@ -66,6 +73,9 @@ func (c *Cache) Reserve(pod *corev1.Pod, req *framework.Resource, node string, p
 	if e, ok := c.pods[pod.UID]; ok && e.counted() {
 		if !e.reserved {
 			return fmt.Errorf("pod %s was bound to node %s: %w", klog.KObj(pod), e.node, ErrBound)
+		}
+		if e.recorded {
+			return fmt.Errorf("pod %s on node %s: %w", klog.KObj(pod), e.node, ErrRecorded)
 		}
 		if e.node == node {
 			return nil
@@ -193,8 +203,13 @@ func placeholder(r *bindgatev1alpha1.Reservation) *corev1.Pod {
 // lookup returns the reserved pod as the informer shows it (nil when
 // unknown: its recorded requests stand in for it); it is called only for a
 // reservation not counted yet. The record of a pod the informer showed
-// deleted is void: it is not counted, and void says so (the caller
-// releases it).
+// deleted is void, and so is that of a pod known bound (see
+// entry.knownBound) to another node: it is not counted, and void says so
+// (the caller releases it). A bound pod never needs its reservation again,
+// and nobody else would release such a record (a replica that placed the
+// pod too, recording after the other's bind and release): it would hold
+// that node's capacity until the policy is deleted. A record on the node
+// the pod is bound to is its binder's to release.
 func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, lookup func(*bindgatev1alpha1.Reservation) *corev1.Pod) (void bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,7 +217,7 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 		return true
 	}
 	if e, ok := c.pods[r.PodUID]; ok && e.counted() {
-		return false
+		return e.knownBound() && e.node != r.Node
 	}
 	var pod *corev1.Pod
 	if lookup != nil {
@@ -221,11 +236,22 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 	}
 	e := &entry{
 		pod: assumed, node: r.Node, policy: policy, req: framework.NewResource(r.Resources),
-		reserved: true, reservedAt: r.ReservedAt.Time,
+		reserved: true, reservedAt: r.ReservedAt.Time, recorded: true,
 	}
 	c.pods[r.PodUID] = e
 	c.account(e, 1)
 	return false
+}
+
+// MarkRecorded marks the pod's reservation as counted from a policy's
+// status (see Reservation.Recorded): one dropped and taken again, as it
+// was, to check its node.
+func (c *Cache) MarkRecorded(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.pods[uid]; ok && e.reserved && !e.bound {
+		e.recorded = true
+	}
 }
 
 // Unreserve releases a pod's reservation. It is idempotent. When bound is

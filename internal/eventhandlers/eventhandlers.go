@@ -147,7 +147,13 @@ func (h *Handlers) onPod(obj any, deleted bool) {
 		h.Cache.UpsertPod(pod)
 	}
 	if held && (deleted || pod.Spec.NodeName != "") {
-		h.Ledger.Release(res.Policy, pod.UID)
+		if res.Recorded {
+			// Counted from a policy event: a status the ledger may
+			// not have read (another replica's record).
+			h.Ledger.ReleaseSeen(res.Policy, pod.UID)
+		} else {
+			h.Ledger.Release(res.Policy, pod.UID)
+		}
 	}
 	if (deleted || pod.Spec.NodeName != "") && h.Forget != nil {
 		h.Forget(context.Background(), pod)
@@ -196,9 +202,9 @@ func (h *Handlers) onPolicy(oldObj, newObj any) {
 	}
 	for i := range p.Status.Reservations {
 		if void := h.Cache.AddRecorded(p.Name, &p.Status.Reservations[i], h.ReservedPod); void {
-			// The record of a pod deleted since: whoever wrote it, it
-			// holds nothing any more.
-			h.Ledger.Release(p.Name, p.Status.Reservations[i].PodUID)
+			// The record of a pod deleted since, or bound to another
+			// node: whoever wrote it, it holds nothing any more.
+			h.Ledger.ReleaseSeen(p.Name, p.Status.Reservations[i].PodUID)
 		}
 	}
 	if old, ok := oldObj.(*bindgatev1alpha1.BindingPolicy); !ok || old.Generation != p.Generation || !apiequality.Semantic.DeepEqual(old.Status.Conditions, p.Status.Conditions) {

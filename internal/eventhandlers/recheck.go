@@ -58,12 +58,11 @@ func (h *Handlers) Recheck(live client.Reader) ledger.Validator {
 				lost[a.PodUID] = fmt.Errorf("%w: pod %s/%s is already reserved on node %s", ledger.ErrLostRace, a.PodNamespace, a.PodName, n)
 			}
 		}
-		listed := map[string]bool{}
+		bound := map[string][]corev1.Pod{}
 		for _, a := range adds {
-			if listed[a.Node] {
+			if _, listed := bound[a.Node]; listed {
 				continue
 			}
-			listed[a.Node] = true
 			var pods corev1.PodList
 			if err := live.List(ctx, &pods, client.MatchingFields{"spec.nodeName": a.Node}); err != nil {
 				// Unsure what is on the node: let the cycle try again.
@@ -74,6 +73,7 @@ func (h *Handlers) Recheck(live client.Reader) ledger.Validator {
 				}
 				continue
 			}
+			bound[a.Node] = pods.Items
 			for i := range pods.Items {
 				h.Cache.CountBound(&pods.Items[i])
 			}
@@ -82,7 +82,12 @@ func (h *Handlers) Recheck(live client.Reader) ledger.Validator {
 			if _, done := lost[a.PodUID]; done {
 				continue
 			}
-			if over := h.Cache.Overcommitted(a.Node); len(over) > 0 {
+			// The status's records and the pods listed count on their
+			// node whatever the cache holds now: a pod it counts on
+			// another node (placed there by this process, recorded here
+			// by the other replica) or a hold released meanwhile would
+			// leave room that is not there.
+			if over := h.Cache.OvercommittedWith(a.Node, p.Status.Reservations, bound[a.Node]); len(over) > 0 {
 				lost[a.PodUID] = fmt.Errorf("%w on node %s (%v)", ledger.ErrLostRace, a.Node, over)
 			}
 		}

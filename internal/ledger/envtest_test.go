@@ -117,16 +117,38 @@ func TestRecordOnMissingPolicy(t *testing.T) {
 	}
 }
 
+// newPolicy creates a BindingPolicy named after prefix.
+func newPolicy(t *testing.T, prefix string) *bindgatev1alpha1.BindingPolicy {
+	t.Helper()
+	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq(prefix)}}
+	if err := env.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// recordedPods names the pods the policy's status records, as the API
+// server has it.
+func recordedPods(t *testing.T, p *bindgatev1alpha1.BindingPolicy) []string {
+	t.Helper()
+	got := &bindgatev1alpha1.BindingPolicy{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got.Status.Reservations {
+		names = append(names, r.PodName)
+	}
+	return names
+}
+
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 // limitedLedger creates a policy named after prefix and a ledger that
 // records at most max reservations in its status.
 func limitedLedger(t *testing.T, prefix string, max int) (*bindgatev1alpha1.BindingPolicy, *Ledger) {
 	t.Helper()
-	p := &bindgatev1alpha1.BindingPolicy{ObjectMeta: metav1.ObjectMeta{Name: uniq(prefix)}}
-	if err := env.Client.Create(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	p := newPolicy(t, prefix)
 	l := New(env.Client, env.Client, nil)
 	l.MaxReservations = max
 	return p, l
@@ -190,17 +212,7 @@ func TestRecordAll(t *testing.T) {
 		}
 		return rs
 	}
-	held := func() []string {
-		got := &bindgatev1alpha1.BindingPolicy{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, r := range got.Status.Reservations {
-			names = append(names, r.PodName)
-		}
-		return names
-	}
+	held := func() []string { return recordedPods(t, p) }
 	writes := l.Writes()
 	for i, err := range l.RecordAll(ctx, p.Name, group("a", "b", "c")) {
 		if err != nil {
@@ -272,5 +284,54 @@ func TestReleaseSurvivesFailedWrites(t *testing.T) {
 		return len(got.Status.Reservations) == 0, nil
 	}); err != nil {
 		t.Fatalf("the reservation is still in the status after %d failed writes: %v", px.Counts()[faults.ServerError], err)
+	}
+}
+
+// TestReleaseSeen: a record another writer added after the ledger's last
+// write (another replica's) is taken out by ReleaseSeen, though the status
+// the ledger last wrote does not hold it; the ledger's own record stays.
+func TestReleaseSeen(t *testing.T) {
+	ctx := context.Background()
+	p := newPolicy(t, "release-seen")
+	l := New(env.Client, env.Client, nil)
+	mine, theirs := res(uniq("mine"), "n1", "1", false), res(uniq("theirs"), "n2", "1", false)
+	if err := l.Record(ctx, p.Name, mine); err != nil {
+		t.Fatal(err)
+	}
+	// The other replica records its own.
+	other := New(env.Client, env.Client, nil)
+	if err := other.Record(ctx, p.Name, theirs); err != nil {
+		t.Fatal(err)
+	}
+	l.ReleaseSeen(p.Name, theirs.PodUID)
+	// Queued after ReleaseSeen: it returns once that is committed too.
+	if err := l.ReleaseAndWait(ctx, p.Name, "uid-none"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{mine.PodName}, recordedPods(t, p)); diff != "" {
+		t.Errorf("status.reservations (-want +got):\n%s", diff)
+	}
+}
+
+// TestRefusedBeforeTheWrite: a reservation the validator refuses fails with
+// ErrLostRace and ErrNotWritten (the caller has no record to take back), and
+// is not in the status; the others of the batch are.
+func TestRefusedBeforeTheWrite(t *testing.T) {
+	ctx := context.Background()
+	p := newPolicy(t, "refused")
+	refused, kept := res(uniq("refused"), "n1", "1", false), res(uniq("kept"), "n1", "1", false)
+	l := New(env.Client, env.Client, func(_ context.Context, _ *bindgatev1alpha1.BindingPolicy, adds []*bindgatev1alpha1.Reservation) map[types.UID]error {
+		return map[types.UID]error{refused.PodUID: fmt.Errorf("%w on node n1", ErrLostRace)}
+	})
+	l.ValidateEveryWrite = true
+	errs := l.RecordAll(ctx, p.Name, []*bindgatev1alpha1.Reservation{refused, kept})
+	if !errors.Is(errs[0], ErrLostRace) || !errors.Is(errs[0], ErrNotWritten) {
+		t.Errorf("refused: %v, want ErrLostRace and ErrNotWritten", errs[0])
+	}
+	if errs[1] != nil {
+		t.Errorf("kept: %v", errs[1])
+	}
+	if diff := cmp.Diff([]string{kept.PodName}, recordedPods(t, p)); diff != "" {
+		t.Errorf("status.reservations (-want +got):\n%s", diff)
 	}
 }

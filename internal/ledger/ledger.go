@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -50,6 +51,11 @@ var ErrPolicyGone = errors.New("the BindingPolicy no longer exists")
 // replica) leaves no room for this one.
 var ErrLostRace = errors.New("another reservation took the capacity first")
 
+// ErrNotWritten marks a reservation the validator refused before the write
+// (with ErrLostRace): the API server never saw it, so there is no record of
+// it to take back.
+var ErrNotWritten = errors.New("not written")
+
 // ErrStatusFull means the policy's status already records the most
 // reservations it may hold (bindgatev1alpha1.MaxReservations): one more
 // could push the object past etcd's size limit.
@@ -64,6 +70,9 @@ type op struct {
 	remove types.UID
 	// only, on a removal, limits it to this very record (see ReleaseRecord).
 	only *bindgatev1alpha1.Reservation
+	// seen, on a removal, says the caller saw the record in a status the
+	// ledger may not have read yet (see ReleaseSeen).
+	seen bool
 	// group, when not zero, ties additions recorded together (RecordAll):
 	// when the status has no room for all of them, none is recorded.
 	group uint64
@@ -192,6 +201,15 @@ func (l *Ledger) Release(policy string, uid types.UID) {
 // the server). Like Release, it is written again until it lands.
 func (l *Ledger) ReleaseRecord(policy string, r *bindgatev1alpha1.Reservation) {
 	l.enqueue(policy, op{remove: r.PodUID, only: r})
+}
+
+// ReleaseSeen is Release for a pod whose record the caller may have seen in
+// a newer status than the ledger wrote or read last (another replica's
+// record, or this process's before a restart, counted from a policy
+// event): when the ledger's last status holds no record of the pod, the
+// status is read afresh before the ledger concludes that there is none.
+func (l *Ledger) ReleaseSeen(policy string, uid types.UID) {
+	l.enqueue(policy, op{remove: uid, seen: true})
 }
 
 // ReleaseAndWait removes a reservation and waits until the removal is durable.
@@ -323,7 +341,7 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 				for i, o := range ops {
 					if o.add != nil && results[i] == nil {
 						if err, bad := lost[o.add.PodUID]; bad {
-							results[i] = err
+							results[i] = fmt.Errorf("%w (%w)", err, ErrNotWritten)
 						}
 					}
 				}
@@ -331,6 +349,12 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 		}
 		next := cur.DeepCopy()
 		if !apply(&next.Status, ops, results, l.max()) {
+			if !fresh && missesSeen(cur, ops, results) {
+				// A record seen in a newer status than the one last
+				// written or read: read it.
+				cur = nil
+				continue
+			}
 			// Nothing to write: e.g. the release of a reservation that was
 			// never recorded (held in memory only) or already gone.
 			return cur, results
@@ -358,6 +382,22 @@ func (l *Ledger) commit(ctx context.Context, policy string, last *bindgatev1alph
 		}
 		return nil, results
 	}
+}
+
+// missesSeen says whether a removal of a record seen elsewhere (ReleaseSeen)
+// finds no record in cur to take out. A write that does not conflict proves
+// the status unchanged since cur, so only a batch with nothing to write
+// needs to look again.
+func missesSeen(cur *bindgatev1alpha1.BindingPolicy, ops []op, results []error) bool {
+	for i, o := range ops {
+		if !o.seen || results[i] != nil {
+			continue
+		}
+		if !slices.ContainsFunc(cur.Status.Reservations, o.removes) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupAdds counts the additions of ops[from]'s group, from there on, that

@@ -82,6 +82,9 @@ func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, po
 	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
 		return framework.AsStatus(err)
 	}
+	if res.Recorded {
+		s.Cache.MarkRecorded(pod.UID)
+	}
 	return nil
 }
 
@@ -107,6 +110,9 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 	// pod's WaitForFirstConsumer claims for the node before the bind).
 	if err := s.assume(ctx, c, pod, state, res.ReservedAt); err != nil {
 		return framework.AsStatus(fmt.Errorf("holding the recorded reservation again: %w", err))
+	}
+	if res.Recorded {
+		s.Cache.MarkRecorded(pod.UID)
 	}
 	return nil
 }

@@ -311,6 +311,11 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 		// Deleted while this cycle ran: held now, nothing would release it.
 		return framework.NewStatus(framework.Skip, "the pod was deleted"), 0
 	}
+	if errors.Is(err, cache.ErrRecorded) {
+		// Another replica's record arrived while this cycle ran: the next
+		// one goes on from it.
+		return retry(time.Millisecond, err.Error())
+	}
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("reserving node %s: %w", c.Node, err)), 0
 	}
@@ -327,8 +332,13 @@ func (s *Scheduler) reserve(ctx context.Context, state *framework.CycleState, po
 		// The write may have been applied all the same (answered 504, or
 		// cut off after it reached the API server): the record must not
 		// outlive the hold, even if the pod is deleted before its next
-		// cycle records it again.
-		s.Ledger.ReleaseRecord(state.Policy.Name, r)
+		// cycle records it again. One refused before the write was not:
+		// the status may hold another replica's record of the pod there,
+		// taken in the same second (the record's identity), and that one
+		// is not this process's to release.
+		if !errors.Is(err, ledger.ErrNotWritten) {
+			s.Ledger.ReleaseRecord(state.Policy.Name, r)
+		}
 		if errors.Is(err, ledger.ErrLostRace) {
 			return retry(time.Millisecond, err.Error())
 		}
