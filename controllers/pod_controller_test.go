@@ -519,6 +519,51 @@ func TestStaleRecordOfABoundPod(t *testing.T) {
 	waitReservationsEmpty(t, pname)
 }
 
+// TestOthersRecordKeptUntilStale: with leader election off, a recorded
+// reservation this operator did not take may be another replica's, which
+// binds the pod whatever this one thinks of the node. When PreBind refuses
+// it (here its node is cordoned), the record stays in the status — its
+// capacity held — until it is stale (30s past when it was taken); then it
+// is released and the pod placed elsewhere. It used to be released at once,
+// freeing capacity the other replica was about to use.
+func TestOthersRecordKeptUntilStale(t *testing.T) {
+	pname := uniq("others")
+	pool(t, pname)
+	cordoned, open := uniq(pname), uniq(pname)
+	newNode(cordoned).label("pool", pname).cordoned().create(t)
+	newNode(open).label("pool", pname).create(t)
+	ns := namespace(t, nil)
+	// No operator runs yet: the pod waits at the gate while "another
+	// replica" records it on the cordoned node, 20s ago.
+	pod := newPod(ns, "recorded").policy(pname).req(corev1.ResourceCPU, "1").create(t)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := getPolicy(t, pname)
+		p.Status.Reservations = []bindgatev1alpha1.Reservation{{
+			PodNamespace: ns, PodName: pod.Name, PodUID: pod.UID, Node: cordoned,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ReservedAt: metav1.NewTime(time.Now().Add(-20 * time.Second)),
+		}}
+		p.Status.ReservedPods = 1
+		return env.Client.Status().Update(context.Background(), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, 4)
+	waitReady(t, pname)
+	consistently(t, 4*time.Second, "the other replica's fresh record kept", func() bool {
+		rs, node := getPolicy(t, pname).Status.Reservations, getPod(t, ns, pod.Name).Spec.NodeName
+		if len(rs) != 1 || node != "" {
+			t.Logf("records %+v, pod on %q", rs, node)
+			return false
+		}
+		return true
+	})
+	eventually(t, 30*time.Second, "pod bound to "+open+" once the record is stale", func() (bool, error) {
+		return getPod(t, ns, pod.Name).Spec.NodeName == open, nil
+	})
+	waitReservationsEmpty(t, pname)
+}
+
 func TestNodeCordonedBetweenReserveAndBind(t *testing.T) {
 	startManager(t, 4)
 	pname := uniq("cordon")

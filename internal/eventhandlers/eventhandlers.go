@@ -58,6 +58,10 @@ type Handlers struct {
 	// Forget, when set, is told of every pod deleted or bound: the
 	// scheduler drops the state it kept in memory for it.
 	Forget func(ctx context.Context, pod *corev1.Pod)
+
+	// delivered says, per handler registered, whether the informer's
+	// initial list has reached it (Register fills it).
+	delivered []toolscache.InformerSynced
 }
 
 // Responsible says whether pod is one bindgate schedules: unbound and not
@@ -113,11 +117,22 @@ func (h *Handlers) Register(ctx context.Context, informers crcache.Informers) er
 		if err != nil {
 			return fmt.Errorf("getting the %T informer: %w", r.obj, err)
 		}
-		if _, err := inf.AddEventHandler(r.h); err != nil {
+		reg, err := inf.AddEventHandler(r.h)
+		if err != nil {
 			return fmt.Errorf("watching %T: %w", r.obj, err)
 		}
+		h.delivered = append(h.delivered, reg.HasSynced)
 	}
 	return nil
+}
+
+// WaitDelivered waits until every handler Register added has been handed
+// the informers' initial lists: an informer that has synced may not have
+// delivered them yet (handlers run apart from the informer's store), and
+// until then the cache lacks nodes and bound pods that exist. It reports
+// false when ctx ends first.
+func (h *Handlers) WaitDelivered(ctx context.Context) bool {
+	return toolscache.WaitForCacheSync(ctx.Done(), h.delivered...)
 }
 
 // unwrap returns the object of a tombstone.

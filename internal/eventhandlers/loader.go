@@ -49,7 +49,8 @@ func (h *Handlers) AddToManager(ctx context.Context, mgr manager.Manager) (<-cha
 }
 
 // Loader rebuilds the reservations recorded in every policy's status once
-// the informer caches have synced, releases the stale ones (pod gone, pod
+// the informer caches have synced and handed their initial lists to the
+// handlers (the cache then holds every node and bound pod), releases the stale ones (pod gone, pod
 // bound, node gone), then closes Loaded: no cycle runs before, so none
 // double-books. It needs leader election like the controllers it unblocks.
 type Loader struct {
@@ -74,7 +75,7 @@ func (l *Loader) Loaded() <-chan struct{} { return l.loaded }
 
 // Start implements manager.Runnable.
 func (l *Loader) Start(ctx context.Context) error {
-	if !l.informers.WaitForCacheSync(ctx) {
+	if !l.informers.WaitForCacheSync(ctx) || !l.WaitDelivered(ctx) {
 		return errors.New("caches did not sync")
 	}
 	return l.load(ctx)

@@ -19,6 +19,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,12 +27,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bindgatev1alpha1 "github.com/bindgate/bindgate/api/v1alpha1"
 	"github.com/bindgate/bindgate/internal/bind"
+	"github.com/bindgate/bindgate/internal/cache"
 	"github.com/bindgate/bindgate/internal/framework"
 	"github.com/bindgate/bindgate/internal/ledger"
 	"github.com/bindgate/bindgate/internal/metrics"
@@ -115,6 +118,57 @@ func (s *Scheduler) checkRecorded(ctx context.Context, state *framework.CycleSta
 		s.Cache.MarkRecorded(pod.UID)
 	}
 	return nil
+}
+
+// staleRecordGrace is how long past its permit deadline (or, for a pod not
+// waiting in Permit, past the time it was taken) a reservation recorded by
+// another replica is left to that replica: a live one binds or releases it
+// long before.
+const staleRecordGrace = 30 * time.Second
+
+// keepOthersRecord decides, when PreBind refused a reservation this process
+// did not place while other replicas may be active, whether its record
+// stays. The record may be another replica's, which binds the pod whatever
+// this process thinks of the node: taken out of the status, the capacity
+// it holds would look free to this process (and to the check before its
+// writes) until the bind shows, and two pods would share it. So a record the
+// policy's status (read live) still holds stays held, counted and
+// untouched, until it is stale (see staleRecordGrace: its replica is gone);
+// the pod is looked at again meanwhile. A nil *Status: the record is gone
+// (or stale, or this process's own: there is one replica), and the caller
+// releases the reservation as it would any other.
+func (s *Scheduler) keepOthersRecord(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, res cache.Reservation, refused *framework.Status) (*framework.Status, time.Duration) {
+	if s.SoleReplica || !res.Recorded || s.APIReader == nil {
+		return nil, 0
+	}
+	p := &bindgatev1alpha1.BindingPolicy{}
+	if err := s.APIReader.Get(ctx, client.ObjectKey{Name: res.Policy}, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, 0
+		}
+		// Unsure whether the record is there: keep it, look again.
+		return framework.AsStatus(fmt.Errorf("reading BindingPolicy %s for the record of a refused reservation: %w", res.Policy, err)), 0
+	}
+	i := slices.IndexFunc(p.Status.Reservations, func(r bindgatev1alpha1.Reservation) bool { return r.PodUID == pod.UID })
+	if i < 0 {
+		return nil, 0
+	}
+	r := &p.Status.Reservations[i]
+	until := r.ReservedAt.Time
+	if r.PermitDeadline != nil && r.PermitDeadline.After(until) {
+		until = r.PermitDeadline.Time
+	}
+	if s.Clock.Since(until) > staleRecordGrace {
+		return nil, 0
+	}
+	// Counted again if the check took it out (it is this node's until its
+	// replica binds or releases it).
+	s.forgetCycle(ctx, pod)
+	s.Cache.AddRecorded(res.Policy, r, func(*bindgatev1alpha1.Reservation) *corev1.Pod { return pod })
+	msg := fmt.Sprintf("node %s no longer takes the pod (%s), but the reservation recorded there may be another replica's, "+
+		"which binds or releases it: looking again", r.Node, refused.Message())
+	ctrl.LoggerFrom(ctx).V(2).Info("Keeping a recorded reservation the node no longer fits", "pod", klog.KObj(pod), "node", r.Node, "reason", refused.Message())
+	return retry(time.Second, msg)
 }
 
 // bind removes the gate, pins and binds the pod, then releases the
@@ -201,8 +255,8 @@ func (s *Scheduler) bindUngated(ctx context.Context, state *framework.CycleState
 	metrics.ExtensionPointDuration.WithLabelValues("Bind").Observe(took)
 	s.cycles.Delete(pod.UID)
 	s.waits.Delete(pod.UID)
+	s.releaseRecord(state.Policy.Name, pod.UID)
 	s.Cache.Unreserve(pod.UID, true)
-	s.Ledger.Release(state.Policy.Name, pod.UID)
 	// As kube-scheduler writes it: no related object (the node is in the
 	// note), so the one event every bound pod gets is no larger than its.
 	s.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, EventScheduled, "Binding",
@@ -244,8 +298,21 @@ func (s *Scheduler) unreserve(ctx context.Context, state *framework.CycleState, 
 	ctrl.LoggerFrom(ctx).V(4).Info("Unreserve", "pod", klog.KObj(pod), "node", node)
 	s.forgetCycle(ctx, pod)
 	s.waits.Delete(pod.UID)
+	s.releaseRecord(state.Policy.Name, pod.UID)
 	s.Cache.Unreserve(pod.UID, false)
-	s.Ledger.Release(state.Policy.Name, pod.UID)
+}
+
+// releaseRecord takes the pod's reservation out of the policy's status,
+// with ledger.ReleaseSeen when it was counted from a policy event (a status
+// the ledger may not have read: another replica's record, or this
+// process's before a restart). Call it before the cache lets the
+// reservation go.
+func (s *Scheduler) releaseRecord(policy string, uid types.UID) {
+	if res, held := s.Cache.Reserved(uid); held && res.Recorded {
+		s.Ledger.ReleaseSeen(policy, uid)
+		return
+	}
+	s.Ledger.Release(policy, uid)
 }
 
 // recordHeld makes the reservation the pod holds durable, with the permit

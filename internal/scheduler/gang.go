@@ -95,8 +95,8 @@ func (h gangHandle) Place(ctx context.Context, policy *bindgatev1alpha1.BindingP
 
 func (h gangHandle) Forget(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod) {
 	h.s.forgetCycle(ctx, pod)
+	h.s.releaseRecord(policy.Name, pod.UID)
 	h.s.Cache.Unreserve(pod.UID, false)
-	h.s.Ledger.Release(policy.Name, pod.UID)
 }
 
 func (h gangHandle) Record(ctx context.Context, policy *bindgatev1alpha1.BindingPolicy, pod *corev1.Pod, at time.Time) error {

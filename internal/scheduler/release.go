@@ -43,8 +43,8 @@ func (s *Scheduler) releaseGone(ctx context.Context, pod *corev1.Pod, res cache.
 	ctrl.LoggerFrom(ctx).V(2).Info("Releasing reservation", "pod", klog.KObj(pod), "node", res.Node, "policy", res.Policy, "reason", msg)
 	s.forgetCycle(ctx, pod)
 	s.waits.Delete(pod.UID)
+	s.releaseRecord(res.Policy, pod.UID)
 	s.Cache.Unreserve(pod.UID, false)
-	s.Ledger.Release(res.Policy, pod.UID)
 	s.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventReservationReleased, "Reserve", msg)
 }
 

@@ -241,8 +241,16 @@ func (s *Scheduler) Schedule(ctx context.Context, pod *corev1.Pod, policy *bindg
 	// PreBind: the node must still exist, be schedulable, be tolerated and fit.
 	start = s.Clock.Now()
 	if st := s.preBind(ctx, state, pod, node, fresh); st != nil {
+		if kept, after := s.keepOthersRecord(ctx, state, pod, res, st); kept != nil {
+			return kept, after
+		}
 		log.V(2).Info("Node no longer fits the pod, choosing again", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message())
 		s.unreserve(ctx, state, pod, node.Name)
+		if res.Recorded {
+			// The check took the reservation out of the cache, and with
+			// it what said the record came from a policy event.
+			s.Ledger.ReleaseSeen(state.Policy.Name, pod.UID)
+		}
 		return retry(time.Millisecond, "the node no longer fits: "+st.Message())
 	}
 	metrics.ExtensionPointDuration.WithLabelValues("PreBind").Observe(s.Clock.Since(start).Seconds())
