@@ -50,9 +50,10 @@ func (h *Handlers) AddToManager(ctx context.Context, mgr manager.Manager) (<-cha
 
 // Loader rebuilds the reservations recorded in every policy's status once
 // the informer caches have synced and handed their initial lists to the
-// handlers (the cache then holds every node and bound pod), releases the stale ones (pod gone, pod
-// bound, node gone), then closes Loaded: no cycle runs before, so none
-// double-books. It needs leader election like the controllers it unblocks.
+// handlers (the cache then holds every node and bound pod), releases the
+// stale ones (pod gone, pod bound, node gone), then closes Loaded: no cycle
+// runs before, so none double-books. It needs leader election like the
+// controllers it unblocks.
 type Loader struct {
 	*Handlers
 	informers syncer
