@@ -67,9 +67,8 @@ func zapLevel() zapcore.Level {
 // manager of the test process shares it, as replicas do).
 const operatorNamespace = metav1.NamespaceDefault
 
-var nameSeq atomic.Int64
-
-func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, nameSeq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 // startManager runs the operator's controllers against the test API server
 // until the returned stop function is called (or the test ends).

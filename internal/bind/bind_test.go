@@ -22,7 +22,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -43,11 +42,8 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-var seq atomic.Int64
-
-// uniq names an object apart from those of earlier runs (go test -count=N
-// reuses the package's API server).
-func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 func gate(name string) corev1.PodSchedulingGate { return corev1.PodSchedulingGate{Name: name} }
 

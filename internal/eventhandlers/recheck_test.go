@@ -19,9 +19,7 @@ package eventhandlers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,11 +42,8 @@ var env *testenv.Env
 // lists the pods bound to a node from it.
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-var seq atomic.Int64
-
-// uniq names an object apart from those of earlier runs (go test -count=N
-// reuses the package's API server).
-func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 // TestRecheck: the ledger's check before a write when several replicas may
 // be active. This process holds z (1 CPU) on node "small" (2 CPUs) and its

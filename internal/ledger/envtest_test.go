@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,11 +41,8 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-var seq atomic.Int64
-
-// uniq names an object apart from those of earlier runs (go test -count=N
-// reuses the package's API server).
-func uniq(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 // TestGroupCommit records 200 reservations from 200 goroutines against the
 // real API server: all are durable when Record returns, in far fewer status

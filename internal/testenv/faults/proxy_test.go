@@ -44,9 +44,8 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-var seq atomic.Int64
-
-func uniq(p string) string { return fmt.Sprintf("%s-%d", p, seq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 func start(t *testing.T, rules ...faults.Rule) (*faults.Proxy, kubernetes.Interface) {
 	t.Helper()

@@ -18,10 +18,8 @@ package invariants_test
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,9 +39,8 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-var seq atomic.Int64
-
-func uniq(p string) string { return fmt.Sprintf("%s-%d", p, seq.Add(1)) }
+// uniq names an object apart from every other of the test process.
+var uniq = testenv.Uniq
 
 func node(t *testing.T, name, cpu string, labels map[string]string, taints ...corev1.Taint) {
 	t.Helper()
