@@ -501,19 +501,62 @@ func TestStaleRecordOfABoundPod(t *testing.T) {
 	if pod.Spec.NodeName == other {
 		other = nodes[1]
 	}
+	recordAsAnotherReplica(t, pname, pod, other, time.Now())
+	waitReservationsEmpty(t, pname)
+}
+
+// recordAsAnotherReplica adds to the policy's status a reservation of pod
+// (1 CPU) on node, taken at reservedAt, as another replica's ledger would.
+func recordAsAnotherReplica(t *testing.T, policy string, pod *corev1.Pod, node string, reservedAt time.Time) {
+	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &bindgatev1alpha1.BindingPolicy{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: pname}, p); err != nil {
-			return err
-		}
+		p := getPolicy(t, policy)
 		p.Status.Reservations = append(p.Status.Reservations, bindgatev1alpha1.Reservation{
-			PodNamespace: ns, PodName: pod.Name, PodUID: pod.UID, Node: other,
-			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ReservedAt: metav1.Now(),
+			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID, Node: node,
+			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ReservedAt: metav1.NewTime(reservedAt),
 		})
 		p.Status.ReservedPods = int32(len(p.Status.Reservations))
 		return env.Client.Status().Update(context.Background(), p)
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOthersRecordReleasedOnceBound: a record this operator counted from
+// the policy's status (another replica's, written after this operator's
+// last status write) is taken out once the pod is bound, whichever event
+// comes first: the pod bound or the record. The release used to apply to
+// the status the ledger last wrote, which did not hold the record, and
+// wrote nothing.
+func TestOthersRecordReleasedOnceBound(t *testing.T) {
+	startManager(t, 4)
+	pname := uniq("bound-by-other")
+	pool(t, pname)
+	node := uniq(pname)
+	newNode(node).label("pool", pname).create(t)
+	ns := namespace(t, nil)
+	// A bind of its own first: the ledger's last status is one it wrote.
+	newPod(ns, "first").policy(pname).req(corev1.ResourceCPU, "100m").create(t)
+	eventually(t, 20*time.Second, "first pod bound", func() (bool, error) { return getPod(t, ns, "first").Spec.NodeName != "", nil })
+	waitReservationsEmpty(t, pname)
+	// A pod this operator cannot place (no node has the label it selects),
+	// which another replica records and binds.
+	pod := newPod(ns, "theirs").policy(pname).req(corev1.ResourceCPU, "1").nodeSelector("bindgate.test/none", "true").create(t)
+	eventually(t, 20*time.Second, "FailedScheduling", func() (bool, error) {
+		return hasEvent(t, ns, pod.Name, "FailedScheduling", ""), nil
+	})
+	recordAsAnotherReplica(t, pname, pod, node, time.Now())
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := getPod(t, ns, pod.Name)
+		p.Spec.SchedulingGates = nil
+		return env.Client.Update(context.Background(), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: pod.UID}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	if err := env.Clientset.CoreV1().Pods(ns).Bind(context.Background(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitReservationsEmpty(t, pname)
@@ -536,18 +579,7 @@ func TestOthersRecordKeptUntilStale(t *testing.T) {
 	// No operator runs yet: the pod waits at the gate while "another
 	// replica" records it on the cordoned node, 20s ago.
 	pod := newPod(ns, "recorded").policy(pname).req(corev1.ResourceCPU, "1").create(t)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := getPolicy(t, pname)
-		p.Status.Reservations = []bindgatev1alpha1.Reservation{{
-			PodNamespace: ns, PodName: pod.Name, PodUID: pod.UID, Node: cordoned,
-			Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, ReservedAt: metav1.NewTime(time.Now().Add(-20 * time.Second)),
-		}}
-		p.Status.ReservedPods = 1
-		return env.Client.Status().Update(context.Background(), p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recordAsAnotherReplica(t, pname, pod, cordoned, time.Now().Add(-20*time.Second))
 	startManager(t, 4)
 	waitReady(t, pname)
 	consistently(t, 4*time.Second, "the other replica's fresh record kept", func() bool {

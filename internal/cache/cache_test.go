@@ -440,8 +440,9 @@ func TestInsufficient(t *testing.T) {
 
 // TestRecordOfABoundPod: a record read from a policy's status for a pod
 // known bound holds nothing there, and is void (the caller releases it)
-// when the pod is bound to another node; a record on the pod's own node is
-// left to its binder's release.
+// when the informer shows the pod bound, or it is known bound to another
+// node; the record of this process's own bind on that node, not shown by
+// the informer yet, is left to the release already under way.
 func TestRecordOfABoundPod(t *testing.T) {
 	type result struct {
 		Void bool
@@ -458,10 +459,10 @@ func TestRecordOfABoundPod(t *testing.T) {
 			node:  "n2",
 			want:  result{Void: true, CPU: map[string]int64{"n1": 1000, "n2": 0}},
 		},
-		"shown bound by the informer, recorded on its node: its binder's to release": {
+		"shown bound by the informer, recorded on its node": {
 			state: func(c *Cache, p *corev1.Pod) { c.UpsertPod(onN1(p)) },
 			node:  "n1",
-			want:  result{CPU: map[string]int64{"n1": 1000, "n2": 0}},
+			want:  result{Void: true, CPU: map[string]int64{"n1": 1000, "n2": 0}},
 		},
 		"bound by this process, recorded on another node": {
 			state: func(c *Cache, p *corev1.Pod) {

@@ -203,13 +203,15 @@ func placeholder(r *bindgatev1alpha1.Reservation) *corev1.Pod {
 // lookup returns the reserved pod as the informer shows it (nil when
 // unknown: its recorded requests stand in for it); it is called only for a
 // reservation not counted yet. The record of a pod the informer showed
-// deleted is void, and so is that of a pod known bound (see
-// entry.knownBound) to another node: it is not counted, and void says so
-// (the caller releases it). A bound pod never needs its reservation again,
-// and nobody else would release such a record (a replica that placed the
-// pod too, recording after the other's bind and release): it would hold
-// that node's capacity until the policy is deleted. A record on the node
-// the pod is bound to is its binder's to release.
+// deleted is void, and so is that of a pod the informer shows bound, or
+// known bound (see entry.knownBound) to another node: it is not counted,
+// and void says so (the caller releases it). A bound pod never needs its
+// reservation again, and such a record may have no one left to release it
+// (a replica that placed the pod too and recorded it after the other's
+// bind and release; a binder gone before its release): it would hold that
+// node's capacity until the policy is deleted. The record of this
+// process's own bind, not shown by the informer yet, is left to the
+// release already under way.
 func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, lookup func(*bindgatev1alpha1.Reservation) *corev1.Pod) (void bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,7 +219,7 @@ func (c *Cache) AddRecorded(policy string, r *bindgatev1alpha1.Reservation, look
 		return true
 	}
 	if e, ok := c.pods[r.PodUID]; ok && e.counted() {
-		return e.knownBound() && e.node != r.Node
+		return e.bound || (e.knownBound() && e.node != r.Node)
 	}
 	var pod *corev1.Pod
 	if lookup != nil {
